@@ -1,0 +1,34 @@
+"""Live, standards-compliant XML sitemaps for any WSGI or ASGI app.
+
+from sitemap_middleware import Sitemaps, Url
+
+sitemaps = Sitemaps(base_url="https://shop.example")
+
+@sitemaps.provider("products")
+def products():
+    for p in db.products():
+        yield Url(f"/p/{p.slug}", lastmod=p.updated_at, changefreq="daily", priority=0.8)
+
+flask_app.wsgi_app = sitemaps.wsgi(flask_app.wsgi_app)
+asgi_app = sitemaps.asgi(starlette_app)
+"""
+
+from __future__ import annotations
+
+from .asgi import SitemapASGIMiddleware
+from .entries import CHANGEFREQS, Url
+from .errors import ConfigurationError, EntryError, ProviderError, SitemapError
+from .sitemaps import Sitemaps
+from .wsgi import SitemapWSGIMiddleware
+
+__all__ = [
+    "CHANGEFREQS",
+    "ConfigurationError",
+    "EntryError",
+    "ProviderError",
+    "SitemapASGIMiddleware",
+    "SitemapError",
+    "SitemapWSGIMiddleware",
+    "Sitemaps",
+    "Url",
+]

@@ -1,0 +1,79 @@
+"""Sans-I/O HTTP: which of our paths a request names, and the header rules we answer with.
+
+Nothing here touches a socket, an environ or a scope; adapters translate to and from it::
+
+    route = match_route("/sitemap-products-2.xml.gz", {"products"})
+    # Route(kind="page", section="products", number=2, gz_file=True)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Container
+from dataclasses import dataclass
+from typing import Literal
+
+from werkzeug.http import parse_accept_header
+
+from .entries import quote_uri
+
+__all__ = ["Route", "accepts_gzip", "match_route", "mount_prefix"]
+
+ALLOWED_METHODS = ("GET", "HEAD")
+ALLOW_HEADER = ", ".join(ALLOWED_METHODS)
+XML_TYPE = "application/xml; charset=utf-8"
+GZIP_TYPE = "application/gzip"
+TEXT_TYPE = "text/plain; charset=utf-8"
+
+INDEX_NAMES = frozenset({"/sitemap-index.xml", "/sitemap.xml"})
+INDEX_PATH = "/sitemap-index.xml"
+ROBOTS_PATH = "/robots.txt"
+# Greedy section, so "sitemap-blog-posts-3.xml" is section "blog-posts", page 3. ASCII
+# digits only: "\d" would also match Arabic-Indic digits and let a non-canonical path through.
+_PAGE = re.compile(r"/sitemap-([a-z0-9_-]+)-([0-9]+)\.xml")
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """One of our resources. ``kind="missing"`` is a registered section's bad page number."""
+
+    kind: Literal["index", "page", "robots", "missing"]
+    section: str = ""
+    number: int = 0
+    gz_file: bool = False
+
+
+def match_route(path: str, sections: Container[str]) -> Route | None:
+    """The resource ``path`` names, or ``None`` when it belongs to the wrapped app."""
+    if path == ROBOTS_PATH:
+        return Route("robots")
+    gz_file = path.endswith(".gz")
+    if gz_file:
+        path = path[:-3]
+    if path in INDEX_NAMES:
+        return Route("index", gz_file=gz_file)
+    match = _PAGE.fullmatch(path)
+    if match is None or match[1] not in sections:
+        # Sitemap-looking names of sections we do not own stay the app's.
+        return None
+    digits = match[2]
+    if digits[0] == "0" or len(digits) > 9:
+        # Page 0, "-01" and absurd numbers: ours, and never a document.
+        return Route("missing", section=match[1], gz_file=gz_file)
+    return Route("page", section=match[1], number=int(digits), gz_file=gz_file)
+
+
+def accepts_gzip(accept_encoding: str | None) -> bool:
+    """RFC 9110 §12.5.3: gzip unless refused with q=0 (``*`` counts for it)."""
+    if not accept_encoding:
+        return False
+    return parse_accept_header(accept_encoding).quality("gzip") > 0
+
+
+def page_filename(section: str, number: int) -> str:
+    return f"/sitemap-{section}-{number}.xml"
+
+
+def mount_prefix(script_name: str) -> str:
+    """SCRIPT_NAME / root_path as the URI path our emitted URLs start with."""
+    return quote_uri(script_name.rstrip("/"))

@@ -1,0 +1,139 @@
+"""ASGI adapter: scope in, ``http.response.*`` messages out. Translation only.
+
+    app = sitemaps.asgi(Starlette(routes=...))
+    # or: Starlette(middleware=[Middleware(SitemapASGIMiddleware, sitemaps=sitemaps)])
+
+The engine is synchronous, so it runs in a worker thread: sync providers and
+rendering never block the event loop, and async providers are handed back to the
+loop (`anyio.from_thread.run`), where their connections live. Non-``http`` scopes
+(lifespan, websocket) and paths we do not own reach the app untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+
+from ._http import mount_prefix
+from .service import Reply, Request
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+__all__ = ["ASGIApp", "SitemapASGIMiddleware"]
+
+_HEADERS_WE_READ = {b"accept-encoding", b"if-none-match", b"if-modified-since"}
+
+
+class SitemapASGIMiddleware:
+    """Serves the sitemap tree of ``sitemaps`` in front of the ASGI ``app``.
+
+    - ``app``: the wrapped application (first positional, as Starlette's
+      ``Middleware(SitemapASGIMiddleware, sitemaps=...)`` passes it).
+    - ``sitemaps``: the `Sitemaps` configuration.
+    """
+
+    def __init__(self, app: ASGIApp, *, sitemaps: Any) -> None:
+        self.app = app
+        self.sitemaps = sitemaps
+        self._service = sitemaps.service
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = _route_path(scope)
+        route = self._service.match(path)
+        if route is None:
+            await self.app(scope, receive, send)
+            return
+        request = Request(
+            method=scope["method"].upper(),
+            path=path,
+            prefix=mount_prefix(scope.get("root_path", "")),
+            headers={
+                name.decode("latin-1"): value.decode("latin-1")
+                for name, value in scope.get("headers", ())
+                if name in _HEADERS_WE_READ
+            },
+        )
+        if route.kind == "robots":
+            await self._robots(scope, receive, send, request)
+            return
+        reply = await anyio.to_thread.run_sync(self._service.reply, route, request, anyio.from_thread.run)
+        await _send_reply(reply, send, head=request.method == "HEAD")
+
+    async def _robots(self, scope: Scope, receive: Receive, send: Send, request: Request) -> None:
+        if request.method not in ("GET", "HEAD"):
+            await self.app(scope, receive, send)
+            return
+        messages: list[Message] = []
+
+        async def capture(message: Message) -> None:
+            messages.append(message)
+
+        await self.app({**scope, "method": "GET"}, receive, capture)
+        start = next((m for m in messages if m["type"] == "http.response.start"), None)
+        if start is None:
+            return
+        body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.response.body")
+        encoded = any(name.lower() == b"content-encoding" for name, _ in start.get("headers", ()))
+        merged = None if encoded else self._service.robots(request, start["status"], body)
+        if merged is None:
+            headers = list(start.get("headers", ()))
+        else:
+            body = merged
+            headers = [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),
+            ]
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200 if merged is not None else start["status"],
+                "headers": headers,
+            }
+        )
+        await send({"type": "http.response.body", "body": b"" if request.method == "HEAD" else body})
+
+
+def _route_path(scope: Scope) -> str:
+    """The path below the mount point; servers differ on whether ``path`` includes it."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    if root and (path == root or path.startswith(root + "/")):
+        return path[len(root) :] or "/"
+    return path
+
+
+async def _send_reply(reply: Reply, send: Send, *, head: bool) -> None:
+    headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in reply.headers]
+    body = reply.body
+    try:
+        await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+        if head:
+            await send({"type": "http.response.body", "body": b""})
+        elif isinstance(body, bytes):
+            await send({"type": "http.response.body", "body": body})
+        else:
+            await _stream(body, send)
+    finally:
+        if not isinstance(body, bytes):
+            await anyio.to_thread.run_sync(reply.close)
+
+
+async def _stream(chunks: Iterator[bytes], send: Send) -> None:
+    done = object()
+    while True:
+        chunk = await anyio.to_thread.run_sync(next, chunks, done)
+        if chunk is done:
+            break
+        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+    await send({"type": "http.response.body", "body": b""})

@@ -1,0 +1,169 @@
+"""Sections to documents: where each page starts, a page's XML stream, and the index.
+
+Pages are cut over *valid* entries, by count and by bytes, so page n starts wherever
+page n-1 filled up. Finding that start means measuring the pages before it (the
+`plan`); page 1 needs no plan at all, and the index needs the whole plan::
+
+    engine = Engine(site, on_skip=stats.skip)
+    chunks = engine.page(section, 2, run_async)   # None when there is no page 2
+    body = engine.index(sections, "/sitemap", run_async)
+
+Synchronous by design: it runs on the WSGI server's thread, or in a worker thread
+under ASGI, so neither a slow provider nor CPU-bound rendering blocks an event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterable, Iterator
+from dataclasses import dataclass
+
+from .entries import Normaliser, Site
+from .errors import EntryError, ProviderError
+from .providers import AsyncRunner, Batches, Section
+from .render import IndexEntry, Limits, PageWriter, render_index
+
+__all__ = ["Engine", "PagePlan", "SkipListener"]
+
+SkipListener = Callable[[str, EntryError, object], None]
+
+
+@dataclass(frozen=True, slots=True)
+class PagePlan:
+    """Pages of one section: raw start position and newest lastmod of each page."""
+
+    starts: tuple[int, ...]
+    lastmods: tuple[str | None, ...]  # one per page measured to its end
+    complete: bool  # False when planning stopped early, once the wanted page was located
+
+    @property
+    def pages(self) -> int:
+        return len(self.starts)
+
+
+class Engine:
+    """Renders pages and indexes for one site; holds no per-request state."""
+
+    def __init__(self, site: Site, *, on_skip: SkipListener, strict: bool = False) -> None:
+        self.site = site
+        self.normalise = Normaliser(site)
+        self._on_skip = on_skip
+        self._strict = strict
+
+    def _writer(self, section: Section, *, quiet: bool = False) -> PageWriter:
+        def skip(error: EntryError, raw: object) -> None:
+            if self._strict:
+                raise error
+            if not quiet:
+                self._on_skip(section.name, error, raw)
+
+        return PageWriter(self.normalise, limits=Limits(max_urls=section.page_size), on_skip=skip)
+
+    def plan(self, section: Section, run_async: AsyncRunner, *, until: int | None = None) -> PagePlan:
+        """Measure the section's pages; with ``until``, stop once page ``until`` is located.
+
+        Skips are not reported here (the page render reports them), so planning and
+        serving the same page never count one bad entry twice.
+        """
+        starts: list[int] = []
+        lastmods: list[str | None] = []
+        writer = self._writer(section, quiet=True)
+        position = 0
+        for batch in _pull(section, 0, run_async):
+            while batch:
+                if writer.count == 0 and writer.consumed == 0:
+                    starts.append(position)
+                    if until is not None and len(starts) >= until:
+                        return PagePlan(tuple(starts), tuple(lastmods), complete=False)
+                before = writer.consumed
+                writer.feed(batch)
+                taken = writer.consumed - before
+                position += taken
+                if not writer.full:
+                    break
+                lastmods.append(writer.lastmod)
+                batch = batch[taken:]
+                writer = self._writer(section, quiet=True)
+        if writer.count == 0 and starts and len(starts) > len(lastmods):
+            starts.pop()  # the last page held only skipped entries
+        elif len(starts) > len(lastmods):
+            lastmods.append(writer.lastmod)
+        return PagePlan(tuple(starts), tuple(lastmods), complete=True)
+
+    def page(self, section: Section, number: int, run_async: AsyncRunner) -> Iterator[bytes] | None:
+        """Page ``number`` (from 1) as a stream of chunks, or ``None`` if it has no URLs.
+
+        The first chunk is produced before returning, so a missing page is known
+        before any header is sent, and a provider that fails at once fails here.
+        """
+        start = 0
+        if number > 1:
+            plan = self.plan(section, run_async, until=number)
+            if plan.pages < number:
+                return None
+            start = plan.starts[number - 1]
+        writer = self._writer(section)
+        stream = _write_page(writer, _pull(section, start, run_async))
+        try:
+            first = next(stream, None)
+        except BaseException:
+            stream.close()
+            raise
+        if first is None:
+            return None
+        return _prepend(first, stream)
+
+    def index(self, sections: Iterable[Section], prefix: str, run_async: AsyncRunner) -> bytes | None:
+        """The whole ``<sitemapindex>`` listing every page of every section.
+
+        ``None`` when no section has a URL: siteindex.xsd requires at least one child.
+        """
+        root = (self.site.root + prefix).replace("&", "&amp;")
+        entries: list[IndexEntry] = []
+        for section in sections:
+            plan = self.plan(section, run_async)
+            for number, lastmod in enumerate(plan.lastmods, start=1):
+                entries.append(IndexEntry(f"{root}/sitemap-{section.name}-{number}.xml", lastmod))
+        return render_index(entries) if entries else None
+
+
+def _pull(section: Section, start: int, run_async: AsyncRunner) -> Batches:
+    """The provider's batches, with anything it raises turned into a `ProviderError`."""
+    batches = section.provider.batches(start, run_async)
+    try:
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                return
+            except ProviderError:
+                raise
+            except Exception as exc:
+                raise ProviderError(f"provider {section.name!r} raised {exc!r}") from exc
+            yield batch
+    finally:
+        batches.close()
+
+
+def _write_page(writer: PageWriter, batches: Batches) -> Generator[bytes, None, None]:
+    """Head, entries and tail; yields nothing at all when no entry is valid."""
+    pending = writer.head()
+    try:
+        for batch in batches:
+            chunk = writer.feed(batch)
+            if chunk:
+                yield pending + chunk if pending else chunk
+                pending = b""
+            if writer.full:
+                break
+    finally:
+        batches.close()
+    if writer.count:
+        yield writer.tail()
+
+
+def _prepend(first: bytes, stream: Generator[bytes, None, None]) -> Iterator[bytes]:
+    try:
+        yield first
+        yield from stream
+    finally:
+        stream.close()

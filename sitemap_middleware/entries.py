@@ -1,0 +1,273 @@
+"""What one sitemap entry is, and how a raw provider value becomes a valid one.
+
+Providers yield `Url` records, plain strings (a loc alone) or mappings with the same
+keys. `Url` never raises on bad values: checking happens here, per entry, when the
+middleware pulls it, so one bad row skips one URL instead of killing the whole file::
+
+    site = Site.parse("https://shop.example")
+    normalise = Normaliser(site)
+    normalise(Url("/p/caf\u00e9?a=1&b=2", lastmod=date(2024, 5, 1)))
+    # NormalUrl(loc='https://shop.example/p/caf%C3%A9?a=1&amp;b=2', lastmod='2024-05-01', ...)
+
+Every string in a `NormalUrl` is ready to be placed in XML text as is.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from typing import NamedTuple
+from urllib.parse import quote, urlsplit
+
+from .errors import ConfigurationError, EntryError
+
+__all__ = ["CHANGEFREQS", "NormalUrl", "Normaliser", "Site", "Url", "quote_uri", "w3c_datetime"]
+
+# sitemaps.org 0.9: the seven values the schema's tChangeFreq enumerates.
+CHANGEFREQS = frozenset({"always", "hourly", "daily", "weekly", "monthly", "yearly", "never"})
+
+# sitemaps.org: "must be less than 2,048 characters"; the XSD also demands at least 12.
+MAX_LOC_LENGTH = 2047
+MIN_LOC_LENGTH = 12
+
+_UTC = UTC
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+# Characters RFC 3986 allows in a URI (unreserved, reserved and '%'); anything else is quoted.
+_URI_SAFE = "-._~:/?#[]@!$&'()*+,;=%"
+_NEEDS_QUOTING = re.compile(r"[^A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]|%(?![0-9A-Fa-f]{2})")
+_STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+# XML 1.0 forbids C0 controls except tab/LF/CR; in a URL even those are malformed.
+_CONTROL = re.compile(r"[\x00-\x20\x7f-\x9f]")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+@dataclass(frozen=True, slots=True)
+class Url:
+    """One page of the site, as a provider describes it.
+
+    Example::
+
+        Url("/p/blue-shoe", lastmod=product.updated_at, changefreq="daily", priority=0.8)
+
+    - ``loc``: absolute URL on the site's origin, or a path joined to ``base_url``.
+    - ``lastmod``: `datetime` (aware ones are converted to UTC, naive ones taken as UTC),
+      `date`, or an ISO 8601 string; ``None`` omits the element.
+    - ``changefreq``: one of `CHANGEFREQS` (case-insensitive).
+    - ``priority``: a number from 0.0 to 1.0.
+
+    Nothing is checked here: values are validated when the entry is rendered, and a
+    bad entry is skipped and logged (or raises, with ``Sitemaps(strict=True)``).
+    """
+
+    loc: str
+    lastmod: datetime | date | str | None = None
+    changefreq: str | None = None
+    priority: float | Decimal | None = None
+
+
+class NormalUrl(NamedTuple):
+    """A validated entry; every field is XML-escaped text, ``None`` where absent."""
+
+    loc: str
+    lastmod: str | None
+    changefreq: str | None
+    priority: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    """The canonical origin (and optional path) that relative locs are joined to."""
+
+    scheme: str
+    host: str  # lowercase, IDNA-encoded, with ":port" when not the scheme's default
+    path: str  # no trailing slash; "" for the root
+
+    @property
+    def origin(self) -> str:
+        return f"{self.scheme}://{self.host}"
+
+    @property
+    def root(self) -> str:
+        """``base_url`` without a trailing slash: where relative locs are joined."""
+        return f"{self.scheme}://{self.host}{self.path}"
+
+    @classmethod
+    def parse(cls, base_url: str) -> Site:
+        """Validate ``base_url`` (``https://shop.example`` or ``https://example.com/shop``)."""
+        if not isinstance(base_url, str):
+            raise ConfigurationError(f"base_url must be a string, not {type(base_url).__name__}")
+        try:
+            parts = urlsplit(base_url)
+            scheme = parts.scheme.lower()
+            if scheme not in _DEFAULT_PORTS or not parts.hostname:
+                raise ValueError("expected an absolute http or https URL")
+            if parts.query or parts.fragment or parts.username or parts.password:
+                raise ValueError("no query, fragment or credentials allowed")
+            host = _canonical_host(scheme, parts.hostname, parts.port)
+        except (ValueError, UnicodeError) as exc:
+            raise ConfigurationError(f"invalid base_url {base_url!r}: {exc}") from None
+        path = quote_uri(parts.path.rstrip("/"))
+        return cls(scheme, host, path)
+
+
+def _canonical_host(scheme: str, hostname: str, port: int | None) -> str:
+    # RFC 3986 §6.2.2: hosts compare case-insensitively; IDN hosts travel as punycode.
+    host = hostname.lower() if hostname.isascii() else hostname.encode("idna").decode("ascii")
+    if port is not None and port != _DEFAULT_PORTS[scheme]:
+        return f"{host}:{port}"
+    return host
+
+
+def quote_uri(text: str) -> str:
+    """Percent-encode what RFC 3986 does not allow (as UTF-8), keeping valid escapes."""
+    if _NEEDS_QUOTING.search(text) is None:
+        return text
+    return _STRAY_PERCENT.sub("%25", quote(text, safe=_URI_SAFE))
+
+
+def w3c_datetime(value: datetime | date | str) -> str:
+    """Format a lastmod in W3C Datetime, UTC, with an explicit offset.
+
+    Aware datetimes are converted to UTC; naive ones are taken as UTC (the documented
+    rule, so that a server's local zone never leaks into the output). Dates stay dates.
+    Seconds precision: crawlers ignore fractions and HTTP dates have none.
+    """
+    if isinstance(value, datetime):
+        if value.tzinfo is not None and value.utcoffset() is not None:
+            value = value.astimezone(_UTC)
+        return (
+            f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
+            f"T{value.hour:02d}:{value.minute:02d}:{value.second:02d}+00:00"
+        )
+    if isinstance(value, date):
+        return f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            if len(text) == 10:
+                return w3c_datetime(date.fromisoformat(text))
+            if len(text) >= 16 and text[10] in "Tt ":
+                return w3c_datetime(datetime.fromisoformat(text))
+        except ValueError:
+            pass
+        raise EntryError("invalid lastmod", repr(value))
+    raise EntryError("invalid lastmod", f"{type(value).__name__} is not a date or datetime")
+
+
+def _priority(value: object) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
+        raise EntryError("invalid priority", f"{type(value).__name__} is not a number")
+    if (isinstance(value, float) and math.isnan(value)) or not 0 <= value <= 1:
+        raise EntryError("invalid priority", f"{value!r} is not between 0.0 and 1.0")
+    # xsd:decimal has no exponent form, so never let repr() produce one.
+    text = f"{value:.3f}".rstrip("0")
+    return text + "0" if text.endswith(".") else text
+
+
+def _changefreq(value: object) -> str:
+    if isinstance(value, str):
+        lowered = value.lower()
+        if lowered in CHANGEFREQS:
+            return lowered
+    raise EntryError("invalid changefreq", repr(value))
+
+
+class Normaliser:
+    """Turns raw provider values into `NormalUrl`s for one site, or raises `EntryError`."""
+
+    __slots__ = ("_origin_slash", "_priorities", "_root", "site")
+
+    def __init__(self, site: Site) -> None:
+        self.site = site
+        self._root = site.root
+        self._origin_slash = site.origin + "/"
+        self._priorities: dict[object, str] = {}
+
+    def __call__(self, raw: object) -> NormalUrl:
+        if type(raw) is Url:
+            url = raw
+        elif isinstance(raw, str):
+            return NormalUrl(self.loc(raw), None, None, None)
+        elif isinstance(raw, Url):
+            url = raw
+        elif isinstance(raw, Mapping):
+            url = _from_mapping(raw)
+        else:
+            raise EntryError("unsupported entry type", type(raw).__name__)
+        lastmod = url.lastmod
+        changefreq = url.changefreq
+        priority = url.priority
+        if priority is not None:
+            cached = self._priorities.get(priority)
+            if cached is None:
+                cached = _priority(priority)
+                if len(self._priorities) < 1024:
+                    self._priorities[priority] = cached
+            priority_text: str | None = cached
+        else:
+            priority_text = None
+        return NormalUrl(
+            self.loc(url.loc),
+            None if lastmod is None else w3c_datetime(lastmod),
+            None if changefreq is None else _changefreq(changefreq),
+            priority_text,
+        )
+
+    def loc(self, loc: object) -> str:
+        """Validate and canonicalise one loc; the result is absolute, ASCII and XML-escaped."""
+        if not isinstance(loc, str):
+            raise EntryError("invalid loc", f"{type(loc).__name__} is not a string")
+        if not loc:
+            raise EntryError("invalid loc", "empty")
+        if _CONTROL.search(loc) is not None:
+            raise EntryError("invalid loc", "whitespace or control character")
+        if not loc.isascii():
+            try:
+                loc.encode("utf-8")
+            except UnicodeEncodeError:
+                raise EntryError("invalid loc", "not valid Unicode (lone surrogate)") from None
+        if loc.startswith(self._origin_slash):
+            absolute = quote_uri(loc)
+        elif loc[0] == "/" and not loc.startswith("//"):
+            absolute = self._root + quote_uri(loc)
+        elif loc.startswith("//") or _SCHEME.match(loc) is not None:
+            absolute = self._absolute(loc)
+        else:
+            absolute = f"{self._root}/{quote_uri(loc)}"
+        if len(absolute) > MAX_LOC_LENGTH:
+            raise EntryError("loc too long", f"{len(absolute)} characters, the limit is 2,047")
+        if len(absolute) < MIN_LOC_LENGTH:
+            raise EntryError("loc too short", absolute)
+        return absolute.replace("&", "&amp;")
+
+    def _absolute(self, loc: str) -> str:
+        site = self.site
+        try:
+            parts = urlsplit(f"{site.scheme}:{loc}" if loc.startswith("//") else loc)
+            scheme = parts.scheme.lower()
+            if scheme != site.scheme:
+                raise EntryError("other scheme", loc[:100])
+            if not parts.hostname or parts.username is not None or parts.password is not None:
+                raise EntryError("other host", loc[:100])
+            host = _canonical_host(scheme, parts.hostname, parts.port)
+        except (ValueError, UnicodeError):
+            raise EntryError("invalid loc", loc[:100]) from None
+        if host != site.host:
+            raise EntryError("other host", loc[:100])
+        tail = loc[loc.index(parts.netloc) + len(parts.netloc) :] if parts.netloc else ""
+        return site.origin + quote_uri(tail or "/")
+
+
+_URL_KEYS = frozenset({"loc", "lastmod", "changefreq", "priority"})
+
+
+def _from_mapping(raw: Mapping[object, object]) -> Url:
+    unknown = set(raw) - _URL_KEYS
+    if unknown or "loc" not in raw:
+        detail = f"unknown keys {sorted(map(str, unknown))}" if unknown else "no 'loc' key"
+        raise EntryError("unsupported entry type", f"mapping with {detail}")
+    return Url(**raw)  # type: ignore[arg-type]

@@ -1,0 +1,180 @@
+"""What a provider may be, and how its entries are pulled in batches from any of those shapes.
+
+A provider is a plain callable taking no arguments. It may return a sequence, a
+(sync) iterable or generator, an async iterable, or an awaitable of any of those::
+
+    def pages(): return ["/", "/about"]
+    def products(): yield from (Url(f"/p/{p.slug}") for p in db.products())
+    async def articles():
+        async for row in db.stream("SELECT slug FROM articles"):
+            yield f"/a/{row.slug}"
+
+The engine is synchronous (it runs in the server's thread, or in a worker thread
+under ASGI), so async providers are driven through an `AsyncRunner`: the ASGI adapter
+hands back to the app's event loop, the WSGI adapter runs a private loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections import deque
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from contextlib import suppress
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any, Protocol, TypeVar
+
+from .errors import ProviderError
+
+__all__ = ["AsyncRunner", "Batches", "LoopRunner", "Provider", "ProviderFunc", "Section"]
+
+T = TypeVar("T")
+Batches = Generator[list[object], None, None]
+ProviderResult = Iterable[object] | AsyncIterable[object] | Awaitable[Any]
+ProviderFunc = Callable[[], ProviderResult]
+
+# Batches start small so the first URL leaves at once even when a provider is slow,
+# then grow so a fast provider pays the per-batch cost rarely.
+FIRST_BATCH = 1
+MAX_BATCH = 1024
+
+
+class AsyncRunner(Protocol):
+    """Runs one coroutine to completion from the engine's (synchronous) thread."""
+
+    def __call__(self, func: Callable[..., Awaitable[T]], /, *args: Any) -> T: ...
+
+
+class LoopRunner:
+    """An `AsyncRunner` with a private event loop, for async providers under WSGI."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def __call__(self, func: Callable[..., Awaitable[T]], /, *args: Any) -> T:
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+        return self._loop.run_until_complete(func(*args))
+
+    def close(self) -> None:
+        if self._loop is not None:
+            self._loop.close()
+            self._loop = None
+
+
+@dataclass(frozen=True, slots=True)
+class Provider:
+    """A registered callable and the shape-agnostic way to pull its entries."""
+
+    name: str
+    func: ProviderFunc
+
+    def batches(self, start: int, run_async: AsyncRunner) -> Batches:
+        """Entries from raw position ``start`` on, in growing batches.
+
+        Closing the returned generator closes the provider's iterator too, so database
+        cursors are released when a client goes away mid-page.
+        """
+        result = self._call(run_async)
+        if isinstance(result, (str, bytes, Mapping)):
+            raise self._wrong_type(result)
+        if isinstance(result, Sequence):
+            return _sequence_batches(result, start)
+        if isinstance(result, Iterable):
+            return _iterator_batches(iter(result), start)
+        if isinstance(result, AsyncIterable):
+            return _async_batches(result.__aiter__(), start, run_async)
+        raise self._wrong_type(result)
+
+    def _call(self, run_async: AsyncRunner) -> object:
+        try:
+            result: object = self.func()
+            if inspect.isawaitable(result):
+                result = run_async(_await, result)
+        except Exception as exc:
+            raise ProviderError(f"provider {self.name!r} raised {exc!r}") from exc
+        return result
+
+    def _wrong_type(self, result: object) -> ProviderError:
+        return ProviderError(
+            f"provider {self.name!r} returned {type(result).__name__}; expected an iterable, "
+            "async iterable or sequence of entries (a Url, a str loc or a mapping)"
+        )
+
+
+async def _await(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+def _sequence_batches(items: Sequence[object], start: int) -> Batches:
+    # Slicing lets sequences that page lazily fetch only the window they are asked for.
+    offset, size, total = start, FIRST_BATCH, len(items)
+    while offset < total:
+        yield list(items[offset : offset + size])
+        offset += size
+        size = min(size * 4, MAX_BATCH)
+
+
+def _iterator_batches(iterator: Iterator[object], start: int) -> Batches:
+    try:
+        if start:
+            deque(islice(iterator, start), maxlen=0)
+        size = FIRST_BATCH
+        while batch := list(islice(iterator, size)):
+            yield batch
+            size = min(size * 4, MAX_BATCH)
+    finally:
+        close = getattr(iterator, "close", None)
+        if close is not None:
+            close()
+
+
+def _async_batches(iterator: AsyncIterator[object], start: int, run_async: AsyncRunner) -> Batches:
+    try:
+        if start:
+            run_async(_skip, iterator, start)
+        size = FIRST_BATCH
+        while batch := run_async(_take, iterator, size):
+            yield batch
+            size = min(size * 4, MAX_BATCH)
+    finally:
+        aclose = getattr(iterator, "aclose", None)
+        if aclose is not None:
+            with suppress(Exception):
+                run_async(aclose)
+
+
+async def _take(iterator: AsyncIterator[object], size: int) -> list[object]:
+    batch: list[object] = []
+    with suppress(StopAsyncIteration):
+        while len(batch) < size:
+            batch.append(await iterator.__anext__())
+    return batch
+
+
+async def _skip(iterator: AsyncIterator[object], count: int) -> None:
+    with suppress(StopAsyncIteration):
+        for _ in range(count):
+            await iterator.__anext__()
+
+
+class Section:
+    """A named part of the sitemap tree: one provider and how many URLs go in each file."""
+
+    __slots__ = ("name", "page_size", "provider")
+
+    def __init__(self, name: str, provider: Provider, page_size: int) -> None:
+        self.name = name
+        self.provider = provider
+        self.page_size = page_size

@@ -1,0 +1,166 @@
+"""Entries to XML bytes: the urlset of one page and the sitemap index. Pure: no I/O, no HTTP.
+
+The page writer is fed raw provider values in batches and hands back UTF-8 chunks,
+so a caller can stream a page of 50,000 URLs without ever holding it whole::
+
+    page = PageWriter(Normaliser(site), limits=Limits(), on_skip=log_skip)
+    out = [page.head()]
+    for batch in batches:
+        out.append(page.feed(batch))
+        if page.full:
+            break
+    out.append(page.tail())
+
+It stops a page before either protocol limit would break and says where it stopped
+(`consumed`), which is how pages are cut by bytes as well as by count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from .entries import Normaliser, NormalUrl
+from .errors import EntryError
+
+__all__ = ["IndexEntry", "Limits", "PageWriter", "render_index"]
+
+XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n'
+SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
+URLSET_HEAD = (XML_DECLARATION + f'<urlset xmlns="{SITEMAP_NS}">\n').encode()
+URLSET_TAIL = b"</urlset>\n"
+INDEX_HEAD = (XML_DECLARATION + f'<sitemapindex xmlns="{SITEMAP_NS}">\n').encode()
+INDEX_TAIL = b"</sitemapindex>\n"
+
+# sitemaps.org: at most 50,000 URLs and 50 MiB (52,428,800 bytes) uncompressed per file,
+# and at most 50,000 sitemaps per index file.
+MAX_URLS = 50_000
+MAX_BYTES = 50 * 1024 * 1024
+MAX_SITEMAPS = 50_000
+
+SkipHandler = Callable[[EntryError, object], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """How much one urlset file may hold; both default to the protocol's maximum."""
+
+    max_urls: int = MAX_URLS
+    max_bytes: int = MAX_BYTES
+
+
+def render_url(entry: NormalUrl) -> str:
+    """One ``<url>`` element; every value is already escaped by the normaliser."""
+    loc, lastmod, changefreq, priority = entry
+    text = f"<url><loc>{loc}</loc>"
+    if lastmod is not None:
+        text += f"<lastmod>{lastmod}</lastmod>"
+    if changefreq is not None:
+        text += f"<changefreq>{changefreq}</changefreq>"
+    if priority is not None:
+        text += f"<priority>{priority}</priority>"
+    return text + "</url>\n"
+
+
+class PageWriter:
+    """Renders one urlset file from raw entries, enforcing the count and byte limits.
+
+    Attributes read after feeding: ``count`` (URLs written), ``consumed`` (raw values
+    taken, including skipped ones: the next page starts there), ``full`` (a limit was
+    reached and the last batch was not taken whole) and ``lastmod`` (newest lastmod
+    written, or ``None`` when no entry had one).
+    """
+
+    __slots__ = (
+        "_budget",
+        "_empty_budget",
+        "_normalise",
+        "_on_skip",
+        "consumed",
+        "count",
+        "full",
+        "lastmod",
+        "limits",
+    )
+
+    def __init__(self, normalise: Normaliser, *, limits: Limits, on_skip: SkipHandler) -> None:
+        self._normalise = normalise
+        self._on_skip = on_skip
+        self.limits = limits
+        self._budget = self._empty_budget = limits.max_bytes - len(URLSET_HEAD) - len(URLSET_TAIL)
+        self.count = 0
+        self.consumed = 0
+        self.full = False
+        self.lastmod: str | None = None
+
+    @staticmethod
+    def head() -> bytes:
+        return URLSET_HEAD
+
+    @staticmethod
+    def tail() -> bytes:
+        return URLSET_TAIL
+
+    def feed(self, batch: Sequence[object]) -> bytes:
+        """Render as much of ``batch`` as fits; returns the UTF-8 bytes written."""
+        normalise = self._normalise
+        max_urls = self.limits.max_urls
+        parts: list[str] = []
+        size = 0
+        budget = self._budget
+        count = self.count
+        lastmod = self.lastmod
+        taken = 0
+        for raw in batch:
+            if count >= max_urls:
+                self.full = True
+                break
+            try:
+                entry = normalise(raw)
+            except EntryError as error:
+                taken += 1
+                self._on_skip(error, raw)
+                continue
+            text = render_url(entry)
+            # Text is ASCII unless a future extension adds Unicode; measure bytes then.
+            length = len(text) if text.isascii() else len(text.encode())
+            if size + length > budget:
+                if count == 0 and size == 0 and budget == self._empty_budget:
+                    # Larger than an empty page: it can never be placed, so skip it.
+                    taken += 1
+                    self._on_skip(EntryError("entry too large", f"{length} bytes"), raw)
+                    continue
+                self.full = True
+                break
+            taken += 1
+            size += length
+            count += 1
+            parts.append(text)
+            if entry.lastmod is not None and (lastmod is None or entry.lastmod > lastmod):
+                # UTC-normalised W3C strings order like the instants they name.
+                lastmod = entry.lastmod
+        self._budget = budget - size
+        self.count = count
+        self.consumed += taken
+        self.lastmod = lastmod
+        return "".join(parts).encode()
+
+
+@dataclass(frozen=True, slots=True)
+class IndexEntry:
+    """One ``<sitemap>`` of an index: an absolute, escaped URL and its true lastmod."""
+
+    loc: str
+    lastmod: str | None = None
+
+
+def render_index(entries: Iterable[IndexEntry]) -> bytes:
+    """A whole ``<sitemapindex>``; callers keep it under `MAX_SITEMAPS` children."""
+    parts = [INDEX_HEAD.decode()]
+    for entry in entries:
+        parts.append(f"<sitemap><loc>{entry.loc}</loc>")
+        if entry.lastmod is not None:
+            parts.append(f"<lastmod>{entry.lastmod}</lastmod>")
+        parts.append("</sitemap>\n")
+    parts.append(INDEX_TAIL.decode())
+    return "".join(parts).encode()

@@ -1,0 +1,111 @@
+"""`Sitemaps`: the configuration object users create, register providers on, and wrap apps with.
+
+sitemaps = Sitemaps(base_url="https://shop.example")
+
+@sitemaps.provider("products")
+def products():
+    for p in db.products():
+        yield Url(f"/p/{p.slug}", lastmod=p.updated_at)
+
+app.wsgi_app = sitemaps.wsgi(app.wsgi_app)     # Flask, Django's WSGIHandler, any WSGI app
+asgi_app = sitemaps.asgi(starlette_app)         # Starlette, FastAPI, Django's ASGI app
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+from .engine import Engine
+from .entries import Site
+from .errors import ConfigurationError
+from .providers import Provider, ProviderFunc, Section
+from .render import MAX_URLS
+from .service import Service
+from .stats import Stats
+
+if TYPE_CHECKING:
+    from .asgi import ASGIApp, SitemapASGIMiddleware
+    from .wsgi import SitemapWSGIMiddleware, WSGIApplication
+
+__all__ = ["Sitemaps"]
+
+F = TypeVar("F", bound=ProviderFunc)
+_SECTION_NAME = re.compile(r"[a-z0-9_]+(?:-[a-z0-9_]+)*")
+
+
+class Sitemaps:
+    """The sitemap tree of one site: its origin, its sections and how files are cut.
+
+    Example::
+
+        sitemaps = Sitemaps(base_url="https://shop.example", page_size=10_000)
+        sitemaps.provider("pages")(lambda: ["/", "/about"])
+
+    - ``base_url``: the canonical origin (optionally with a path) of the site; relative
+      locs are joined to it and every URL we emit starts with it. Never taken from the
+      request's Host header.
+    - ``page_size``: URLs per file for sections that do not set their own (at most 50,000).
+    - ``strict``: raise `EntryError` on the first bad entry instead of skipping and
+      logging it; for tests and CI.
+    """
+
+    def __init__(self, *, base_url: str, page_size: int = MAX_URLS, strict: bool = False) -> None:
+        self.site = Site.parse(base_url)
+        self.page_size = _check_page_size(page_size)
+        self.strict = strict
+        self.stats = Stats()
+        self._sections: dict[str, Section] = {}
+        self.service = Service(
+            engine=Engine(self.site, on_skip=self.stats.skip, strict=strict),
+            sections=self._sections,
+            stats=self.stats,
+        )
+
+    @property
+    def sections(self) -> tuple[str, ...]:
+        """Registered section names, in registration order (the index lists them so)."""
+        return tuple(self._sections)
+
+    def provider(self, name: str, *, page_size: int | None = None) -> Callable[[F], F]:
+        """Register the decorated callable as the provider of section ``name``.
+
+        ``name`` is lowercase letters, digits and ``_``, with single ``-`` between
+        them (``blog-posts``): it becomes ``/sitemap-<name>-<n>.xml``.
+        """
+
+        def register(func: F) -> F:
+            self.add_provider(name, func, page_size=page_size)
+            return func
+
+        return register
+
+    def add_provider(self, name: str, func: ProviderFunc, *, page_size: int | None = None) -> None:
+        """Register ``func`` as the provider of section ``name`` (the non-decorator form)."""
+        if not isinstance(name, str) or _SECTION_NAME.fullmatch(name) is None:
+            raise ConfigurationError(f"invalid section name {name!r}: use [a-z0-9_] words joined by '-'")
+        if name in self._sections:
+            raise ConfigurationError(f"section {name!r} is already registered")
+        if not callable(func):
+            raise ConfigurationError(f"provider for {name!r} must be callable, not {type(func).__name__}")
+        size = self.page_size if page_size is None else _check_page_size(page_size)
+        self._sections[name] = Section(name, Provider(name, func), size)
+
+    def wsgi(self, app: WSGIApplication) -> SitemapWSGIMiddleware:
+        """Wrap a WSGI app; every request that is not ours reaches it untouched."""
+        from .wsgi import SitemapWSGIMiddleware
+
+        return SitemapWSGIMiddleware(app, sitemaps=self)
+
+    def asgi(self, app: ASGIApp) -> SitemapASGIMiddleware:
+        """Wrap an ASGI app; every request that is not ours reaches it untouched."""
+        from .asgi import SitemapASGIMiddleware
+
+        return SitemapASGIMiddleware(app, sitemaps=self)
+
+
+def _check_page_size(page_size: object) -> int:
+    if isinstance(page_size, bool) or not isinstance(page_size, int) or not 1 <= page_size <= MAX_URLS:
+        raise ConfigurationError(f"page_size must be an int from 1 to {MAX_URLS:,}, not {page_size!r}")
+    return page_size

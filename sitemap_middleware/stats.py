@@ -1,0 +1,48 @@
+"""Per-section counters and the structured log lines behind them.
+
+Read them from the `Sitemaps` object and export them however you like, e.g. to
+Prometheus from a custom collector, without this package depending on a client::
+
+    sitemaps.stats.snapshot()
+    # {"products": {"served": 12, "renders": 3, "skipped:invalid loc": 1, ...}}
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+
+from .errors import EntryError
+
+__all__ = ["Stats", "logger"]
+
+logger = logging.getLogger("sitemap_middleware")
+
+
+class Stats:
+    """Thread-safe counters keyed by section (``""`` for the index and robots.txt)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counters: dict[str, Counter[str]] = {}
+
+    def count(self, section: str, name: str, amount: int = 1) -> None:
+        with self._lock:
+            self._counters.setdefault(section, Counter())[name] += amount
+
+    def skip(self, section: str, error: EntryError, raw: object) -> None:
+        """Record and log one skipped entry, with its section and the reason."""
+        self.count(section, f"skipped:{error.reason}")
+        logger.warning(
+            "sitemap section %r: skipped entry %.200r: %s",
+            section,
+            raw,
+            error,
+            extra={"sitemap_section": section, "sitemap_reason": error.reason},
+        )
+
+    def snapshot(self) -> dict[str, dict[str, int]]:
+        """A copy of every counter, safe to serialise."""
+        with self._lock:
+            return {section: dict(counter) for section, counter in self._counters.items()}

@@ -1,0 +1,115 @@
+"""WSGI adapter: environ in, status, headers and body chunks out. Translation only.
+
+    app.wsgi_app = sitemaps.wsgi(app.wsgi_app)             # Flask
+    application = sitemaps.wsgi(get_wsgi_application())    # Django
+
+Requests for paths we do not own reach the app with the same environ and the
+original ``start_response``: nothing is wrapped or buffered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any
+
+from werkzeug.wsgi import ClosingIterator
+
+from ._http import mount_prefix
+from .providers import LoopRunner
+from .service import Reply, Request
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+
+    from .sitemaps import Sitemaps
+
+__all__ = ["SitemapWSGIMiddleware", "WSGIApplication"]
+
+
+class SitemapWSGIMiddleware:
+    """Serves the sitemap tree of ``sitemaps`` in front of the WSGI ``app``.
+
+    - ``app``: the wrapped application.
+    - ``sitemaps``: the `Sitemaps` configuration (usually built via `Sitemaps.wsgi`).
+    """
+
+    def __init__(self, app: WSGIApplication, *, sitemaps: Sitemaps) -> None:
+        self.app = app
+        self.sitemaps = sitemaps
+        self._service = sitemaps.service
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO") or "/"
+        # PEP 3333: environ strings are bytes decoded as latin-1, hence the round trip below.
+        route = self._service.match(path)
+        if route is None:
+            return self.app(environ, start_response)
+        request = Request(
+            method=environ.get("REQUEST_METHOD", "GET").upper(),
+            path=path,
+            prefix=mount_prefix(environ.get("SCRIPT_NAME", "").encode("latin-1").decode("utf-8", "replace")),
+            headers={
+                "accept-encoding": environ.get("HTTP_ACCEPT_ENCODING", ""),
+                "if-none-match": environ.get("HTTP_IF_NONE_MATCH", ""),
+                "if-modified-since": environ.get("HTTP_IF_MODIFIED_SINCE", ""),
+            },
+        )
+        if route.kind == "robots":
+            return self._robots(environ, start_response, request)
+        runner = LoopRunner()
+        try:
+            reply = self._service.reply(route, request, runner)
+        except BaseException:
+            runner.close()
+            raise
+        return _respond(reply, request, start_response, runner.close)
+
+    def _robots(
+        self, environ: WSGIEnvironment, start_response: StartResponse, request: Request
+    ) -> Iterable[bytes]:
+        if request.method not in ("GET", "HEAD"):
+            return self.app(environ, start_response)
+        status, headers, body = _call_app(self.app, {**environ, "REQUEST_METHOD": "GET"})
+        merged = None
+        if not any(name.lower() == "content-encoding" for name, _ in headers):
+            merged = self._service.robots(request, int(status.split(" ", 1)[0]), body)
+        if merged is None:
+            start_response(status, headers)
+            return [] if request.method == "HEAD" else [body]
+        out = [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(merged)))]
+        start_response("200 OK", out)
+        return [] if request.method == "HEAD" else [merged]
+
+
+def _respond(
+    reply: Reply, request: Request, start_response: StartResponse, cleanup: Callable[[], None]
+) -> Iterable[bytes]:
+    start_response(f"{reply.status} {HTTPStatus(reply.status).phrase}", reply.headers)
+    if request.method == "HEAD":
+        reply.close()
+        cleanup()
+        return []
+    body = [reply.body] if isinstance(reply.body, bytes) else reply.body
+    return ClosingIterator(body, [reply.close, cleanup])
+
+
+def _call_app(app: WSGIApplication, environ: WSGIEnvironment) -> tuple[str, list[tuple[str, str]], bytes]:
+    """Run ``app`` to completion and collect its response (robots.txt is small)."""
+    captured: list[Any] = []
+    written: list[bytes] = []
+
+    def capture(
+        status: str, headers: list[tuple[str, str]], exc_info: Any = None
+    ) -> Callable[[bytes], object]:
+        captured[:] = [status, headers]
+        return written.append
+
+    result = app(environ, capture)
+    try:
+        written.extend(result)
+    finally:
+        close = getattr(result, "close", None)
+        if close is not None:
+            close()
+    return captured[0], captured[1], b"".join(written)
