@@ -13,11 +13,11 @@ from collections.abc import Container
 from dataclasses import dataclass
 from typing import Literal
 
-from werkzeug.http import parse_accept_header
+from werkzeug.http import http_date, parse_accept_header, parse_date, parse_etags, unquote_etag
 
 from .entries import quote_uri
 
-__all__ = ["Route", "accepts_gzip", "match_route", "mount_prefix"]
+__all__ = ["Route", "Validators", "accepts_gzip", "match_route", "mount_prefix", "not_modified"]
 
 ALLOWED_METHODS = ("GET", "HEAD")
 ALLOW_HEADER = ", ".join(ALLOWED_METHODS)
@@ -77,3 +77,42 @@ def page_filename(section: str, number: int) -> str:
 def mount_prefix(script_name: str) -> str:
     """SCRIPT_NAME / root_path as the URI path our emitted URLs start with."""
     return quote_uri(script_name.rstrip("/"))
+
+
+@dataclass(frozen=True, slots=True)
+class Validators:
+    """What conditional requests are compared with: a strong ETag and a Last-Modified."""
+
+    etag: str | None  # quoted, e.g. '"3f2a…"'
+    last_modified: int | None  # epoch seconds
+
+    def headers(self) -> list[tuple[str, str]]:
+        out = []
+        if self.etag is not None:
+            out.append(("ETag", self.etag))
+        if self.last_modified is not None:
+            out.append(("Last-Modified", http_date(self.last_modified)))
+        return out
+
+
+def not_modified(validators: Validators, if_none_match: str | None, if_modified_since: str | None) -> bool:
+    """RFC 9110 §13.2.2: should a GET or HEAD be answered 304?
+
+    If-None-Match, when present, decides alone (weak comparison, §13.1.2) and
+    If-Modified-Since is then ignored; a malformed date is ignored (§13.1.3).
+    """
+    if if_none_match:
+        if validators.etag is None:
+            return False
+        if if_none_match.strip() == "*":
+            return True
+        return parse_etags(if_none_match).contains_weak(unquote_etag(validators.etag)[0])
+    if if_modified_since and validators.last_modified is not None:
+        since = parse_date(if_modified_since)
+        # HTTP dates have no fraction: last_modified is whole seconds already.
+        return since is not None and validators.last_modified <= since.timestamp()
+    return False
+
+
+# RFC 9110 §15.4.5: a 304 carries the validators and caching headers, nothing about a body.
+NOT_MODIFIED_HEADERS = frozenset({"etag", "last-modified", "cache-control", "vary", "date", "expires"})

@@ -11,6 +11,7 @@ loop (`anyio.from_thread.run`), where their connections live. Non-``http`` scope
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from typing import Any
 
@@ -19,7 +20,7 @@ import anyio.from_thread
 import anyio.to_thread
 
 from ._http import mount_prefix
-from .service import Reply, Request
+from .service import FOLLOW_TIMEOUT, Reply, Request
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -67,7 +68,12 @@ class SitemapASGIMiddleware:
         if route.kind == "robots":
             await self._robots(scope, receive, send, request)
             return
-        reply = await anyio.to_thread.run_sync(self._service.reply, route, request, anyio.from_thread.run)
+        reply = self._service.fast_reply(route, request)
+        if isinstance(reply, threading.Event):
+            await _wait(reply)
+            reply = self._service.fast_reply(route, request)
+        if not isinstance(reply, Reply):
+            reply = await anyio.to_thread.run_sync(self._service.reply, route, request, anyio.from_thread.run)
         await _send_reply(reply, send, head=request.method == "HEAD")
 
     async def _robots(self, scope: Scope, receive: Receive, send: Send, request: Request) -> None:
@@ -102,6 +108,19 @@ class SitemapASGIMiddleware:
             }
         )
         await send({"type": "http.response.body", "body": b"" if request.method == "HEAD" else body})
+
+
+async def _wait(event: threading.Event) -> None:
+    """Wait for another request's render without taking a worker thread from it.
+
+    Polling, not a thread blocked on the event: hundreds of followers must never hold
+    every token of the pool the leader needs to finish.
+    """
+    delay = 0.001
+    with anyio.move_on_after(FOLLOW_TIMEOUT):
+        while not event.is_set():
+            await anyio.sleep(delay)
+            delay = min(delay * 2, 0.05)
 
 
 def _route_path(scope: Scope) -> str:

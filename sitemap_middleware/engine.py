@@ -5,8 +5,9 @@ page n-1 filled up. Finding that start means measuring the pages before it (the
 `plan`); page 1 needs no plan at all, and the index needs the whole plan::
 
     engine = Engine(site, on_skip=stats.skip)
-    chunks = engine.page(section, 2, run_async)   # None when there is no page 2
-    body = engine.index(sections, "/sitemap", run_async)
+    plan = engine.plan(section, run_async)
+    chunks = engine.page(section, plan.starts[1], run_async)   # page 2, streamed
+    body = engine.index([(section, plan)], prefix="")
 
 Synchronous by design: it runs on the WSGI server's thread, or in a worker thread
 under ASGI, so neither a slow provider nor CPU-bound rendering blocks an event loop.
@@ -14,6 +15,7 @@ under ASGI, so neither a slow provider nor CPU-bound rendering blocks an event l
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -38,6 +40,15 @@ class PagePlan:
     @property
     def pages(self) -> int:
         return len(self.starts)
+
+    def to_bytes(self) -> bytes:
+        """A compact serialisation, so a plan can live in any `CacheStore`."""
+        return json.dumps([self.starts, self.lastmods, self.complete]).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> PagePlan:
+        starts, lastmods, complete = json.loads(data)
+        return cls(tuple(starts), tuple(lastmods), complete)
 
 
 class Engine:
@@ -89,20 +100,13 @@ class Engine:
             lastmods.append(writer.lastmod)
         return PagePlan(tuple(starts), tuple(lastmods), complete=True)
 
-    def page(self, section: Section, number: int, run_async: AsyncRunner) -> Iterator[bytes] | None:
-        """Page ``number`` (from 1) as a stream of chunks, or ``None`` if it has no URLs.
+    def page(self, section: Section, start: int, run_async: AsyncRunner) -> Iterator[bytes] | None:
+        """The page that starts at raw position ``start``, as a stream; ``None`` if it is empty.
 
         The first chunk is produced before returning, so a missing page is known
         before any header is sent, and a provider that fails at once fails here.
         """
-        start = 0
-        if number > 1:
-            plan = self.plan(section, run_async, until=number)
-            if plan.pages < number:
-                return None
-            start = plan.starts[number - 1]
-        writer = self._writer(section)
-        stream = _write_page(writer, _pull(section, start, run_async))
+        stream = _write_page(self._writer(section), _pull(section, start, run_async))
         try:
             first = next(stream, None)
         except BaseException:
@@ -112,15 +116,14 @@ class Engine:
             return None
         return _prepend(first, stream)
 
-    def index(self, sections: Iterable[Section], prefix: str, run_async: AsyncRunner) -> bytes | None:
-        """The whole ``<sitemapindex>`` listing every page of every section.
+    def index(self, plans: Iterable[tuple[Section, PagePlan]], prefix: str) -> bytes | None:
+        """The whole ``<sitemapindex>`` listing every page of every planned section.
 
         ``None`` when no section has a URL: siteindex.xsd requires at least one child.
         """
         root = (self.site.root + prefix).replace("&", "&amp;")
         entries: list[IndexEntry] = []
-        for section in sections:
-            plan = self.plan(section, run_async)
+        for section, plan in plans:
             for number, lastmod in enumerate(plan.lastmods, start=1):
                 entries.append(IndexEntry(f"{root}/sitemap-{section.name}-{number}.xml", lastmod))
         return render_index(entries) if entries else None

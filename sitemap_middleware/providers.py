@@ -170,11 +170,19 @@ async def _skip(iterator: AsyncIterator[object], count: int) -> None:
 
 
 class Section:
-    """A named part of the sitemap tree: one provider and how many URLs go in each file."""
+    """A named part of the sitemap tree: one provider, URLs per file, an optional version.
 
-    __slots__ = ("name", "page_size", "provider")
+    ``version`` is a cheap callable (sync or async) returning a value that changes
+    whenever the section's URLs do: a `datetime` of the last change (one
+    ``SELECT MAX(updated_at)``), a counter or a hash.
+    """
 
-    def __init__(self, name: str, provider: Provider, page_size: int) -> None:
+    __slots__ = ("name", "page_size", "provider", "version")
+
+    def __init__(
+        self, name: str, provider: Provider, page_size: int, version: Callable[[], object] | None = None
+    ) -> None:
         self.name = name
         self.provider = provider
         self.page_size = page_size
+        self.version = version

@@ -1,26 +1,46 @@
-"""One request for one of our resources in, one reply out; shared by both adapters.
+"""One request for one of our resources in, one reply out: router → cache → renderer.
 
-Adapters build a `Request`, ask `Service.reply` (or `Service.robots` with the app's own
-robots.txt response) and translate the `Reply` back to WSGI or ASGI. Bodies are sync
-iterators: the ASGI adapter pulls them from a worker thread.
+Adapters build a `Request`, try `Service.fast_reply` (no I/O, never blocks: answers
+from the cache, or names the render in flight to wait for) and otherwise call
+`Service.reply` (may call providers; the ASGI adapter runs it in a worker thread).
+Bodies are sync iterators the adapter must close.
+
+Validators: a document's ETag is a hash of its uncompressed bytes, so every process
+and machine serving the same data agrees on it; the gzip representation gets its own
+tag. A section that declares a ``version`` gets tags derived from that version
+instead, so conditional and cold requests are answered before any URL is iterated.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import hashlib
+import inspect
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any, Literal
+
+from cachetools import LRUCache
 
 from . import _http
-from .compress import gzip_bytes, gzip_stream
-from .engine import Engine
+from ._http import Validators
+from .cache import CacheStore, Document, Flights
+from .compress import GzipWriter, gunzip_stream, gzip_bytes, gzip_stream
+from .engine import Engine, PagePlan
 from .errors import ProviderError
 from .providers import AsyncRunner, Section
 from .robots import default_robots, merge_robots
 from .stats import Stats, logger
 
-__all__ = ["Reply", "Request", "Service"]
+__all__ = ["HeaderPolicy", "Reply", "Request", "Service"]
 
 RETRY_AFTER_SECONDS = 120
+# A follower waits this long for the leader's render before rendering on its own.
+FOLLOW_TIMEOUT = 60.0
+# Part of every version-derived ETag: bump when the same data would render differently.
+RENDER_FORMAT = "1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +51,9 @@ class Request:
     path: str
     prefix: str = ""
     headers: Mapping[str, str] = field(default_factory=dict)  # lowercase names
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name) or None
 
 
 @dataclass(slots=True)
@@ -47,13 +70,67 @@ class Reply:
             close()
 
 
+@dataclass(frozen=True, slots=True)
+class HeaderPolicy:
+    """Headers every sitemap document carries (configured on `Sitemaps`)."""
+
+    cache_control: str | None
+    robots_tag: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Version:
+    """A section's declared version: an opaque token, and a time when it is one."""
+
+    token: str
+    time: int | None
+
+    @classmethod
+    def of(cls, value: object) -> _Version:
+        if isinstance(value, datetime):
+            aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+            return cls(aware.isoformat(), int(aware.timestamp()))
+        if isinstance(value, date):
+            midnight = datetime(value.year, value.month, value.day, tzinfo=UTC)
+            return cls(value.isoformat(), int(midnight.timestamp()))
+        return cls(f"{type(value).__name__}:{value!r}", None)
+
+
+@dataclass(frozen=True, slots=True)
+class _Resource:
+    """One document we serve, as the cache sees it."""
+
+    kind: Literal["index", "page"]
+    section: str  # "" for the index
+    key: str  # changes with generations and declared versions
+    stable: str  # the same across generations: where first-produced times are kept
+    version: _Version | None  # declared version (combined, for the index)
+
+
 class Service:
     """Answers our routes for one `Sitemaps` configuration."""
 
-    def __init__(self, *, engine: Engine, sections: Mapping[str, Section], stats: Stats) -> None:
+    def __init__(
+        self,
+        *,
+        engine: Engine,
+        sections: Mapping[str, Section],
+        stats: Stats,
+        store: CacheStore | None,
+        policy: HeaderPolicy,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.engine = engine
         self.sections = sections
         self.stats = stats
+        self.store = store
+        self.policy = policy
+        self._clock = clock
+        self._flights = Flights()
+        # (etag, first-produced time) per resource: Last-Modified survives a re-render
+        # that produced the same bytes (TTL expiry, another section's invalidation).
+        self._first_seen: LRUCache[str, tuple[str, int]] = LRUCache(maxsize=100_000)
+        self._first_seen_lock = threading.Lock()
 
     def match(self, path: str) -> _http.Route | None:
         return _http.match_route(path, self.sections)
@@ -61,33 +138,283 @@ class Service:
     def index_url(self, prefix: str) -> str:
         return f"{self.engine.site.root}{prefix}{_http.INDEX_PATH}"
 
+    # -- answering ---------------------------------------------------------------------------
+
+    def fast_reply(self, route: _http.Route, request: Request) -> Reply | threading.Event | None:
+        """Answer without calling a provider, if possible; never blocks.
+
+        A `Reply`; or the event of a render in flight that the request should await
+        before calling `reply`; or ``None`` when `reply` must do the work.
+        """
+        early = _early(route, request)
+        if early is not None or self.store is None or self._declares_version(route):
+            return early
+        resource = self._resource(route, request, _no_async)
+        document = self.store.get(resource.key)
+        if document is not None:
+            return self._from_document(document, resource, route, request)
+        return self._flights.pending(resource.key)
+
     def reply(self, route: _http.Route, request: Request, run_async: AsyncRunner) -> Reply:
         """The answer for an index or page route (robots.txt goes through `robots`)."""
-        if request.method not in _http.ALLOWED_METHODS:
-            return _plain(405, b"Method Not Allowed\n", [("Allow", _http.ALLOW_HEADER)])
-        section = route.section
+        early = _early(route, request)
+        if early is not None:
+            return early
         try:
-            if route.kind == "index":
-                body: bytes | Iterator[bytes] | None = self.engine.index(
-                    self.sections.values(), request.prefix, run_async
-                )
-            elif route.kind == "page":
-                body = self.engine.page(self.sections[section], route.number, run_async)
-            else:
-                body = None
+            resource = self._resource(route, request, run_async)
+            return self._reply(resource, route, request, run_async)
         except ProviderError as error:
-            self.stats.count(section, "provider_errors")
+            self.stats.count(route.section, "provider_errors")
             logger.error("sitemap %s: %s", request.path, error, exc_info=error.__cause__ or error)
-            # Not a 500 and not an empty document: crawlers would read it as "all gone".
+            # Not a 500, and never an empty document: crawlers would read "all URLs gone".
             return _plain(
                 503, b"Sitemap temporarily unavailable\n", [("Retry-After", str(RETRY_AFTER_SECONDS))]
             )
-        if body is None:
+
+    def _reply(
+        self, resource: _Resource, route: _http.Route, request: Request, run_async: AsyncRunner
+    ) -> Reply:
+        if resource.version is not None:
+            validators = self._validators(resource, route, request)
+            if _not_modified(validators, request):
+                return self._not_modified(validators, resource, route)
+        store = self.store
+        if store is None:
+            return self._render(resource, route, request, run_async, lead=False)
+        for _ in range(2):
+            document = store.get(resource.key)
+            if document is not None:
+                return self._from_document(document, resource, route, request)
+            leader, event = self._flights.claim(resource.key)
+            if leader:
+                try:
+                    return self._render(resource, route, request, run_async, lead=True)
+                except BaseException:
+                    self._flights.release(resource.key)
+                    raise
+            event.wait(FOLLOW_TIMEOUT)
+        # The leaders failed or are stuck: answer this request on its own.
+        return self._render(resource, route, request, run_async, lead=False)
+
+    def _from_document(
+        self,
+        document: Document,
+        resource: _Resource,
+        route: _http.Route,
+        request: Request,
+        *,
+        hit: bool = True,
+    ) -> Reply:
+        validators = _representation(Validators(f'"{document.etag}"', document.last_modified), route, request)
+        if _not_modified(validators, request):
+            return self._not_modified(validators, resource, route)
+        if hit:
+            self.stats.count(resource.section, "cache_hits")
+        self.stats.count(resource.section, "served")
+        headers = self._headers(route, request) + validators.headers()
+        if _wants_gzip(route, request):
+            headers.append(("Content-Length", str(len(document.body))))
+            body: bytes | Iterator[bytes] = document.body
+        else:
+            headers.append(("Content-Length", str(document.size)))
+            body = gunzip_stream(document.body)
+        if request.method == "HEAD":
+            body = b""
+        return Reply(200, headers, body)
+
+    def _not_modified(self, validators: Validators, resource: _Resource, route: _http.Route) -> Reply:
+        self.stats.count(resource.section, "not_modified")
+        headers = validators.headers()
+        if self.policy.cache_control:
+            headers.append(("Cache-Control", self.policy.cache_control))
+        if not route.gz_file:
+            headers.append(("Vary", "Accept-Encoding"))
+        return Reply(304, headers)
+
+    def _headers(self, route: _http.Route, request: Request) -> list[tuple[str, str]]:
+        if route.gz_file:
+            # A .gz file is a gzip document, not an encoded XML one: no Content-Encoding.
+            headers = [("Content-Type", _http.GZIP_TYPE)]
+        else:
+            headers = [("Content-Type", _http.XML_TYPE), ("Vary", "Accept-Encoding")]
+            if _wants_gzip(route, request):
+                headers.append(("Content-Encoding", "gzip"))
+        if self.policy.cache_control:
+            headers.append(("Cache-Control", self.policy.cache_control))
+        if self.policy.robots_tag:
+            headers.append(("X-Robots-Tag", self.policy.robots_tag))
+        return headers
+
+    # -- rendering ---------------------------------------------------------------------------
+
+    def _render(
+        self, resource: _Resource, route: _http.Route, request: Request, run_async: AsyncRunner, *, lead: bool
+    ) -> Reply:
+        """Render a cold document. With ``lead``, this request holds the key's flight."""
+
+        def release() -> None:
+            if lead:
+                self._flights.release(resource.key)
+
+        self.stats.count(resource.section, "renders")
+        if resource.kind == "index":
+            plans = [(s, self._plan(s, run_async)) for s in self.sections.values()]
+            xml = self.engine.index(plans, request.prefix)
+            if xml is None:
+                release()
+                return _plain(404, b"Not Found\n")
+            document = self._document(resource, gzip_bytes(xml), hashlib.sha256(xml), len(xml))
+            if lead and self.store is not None:
+                self.store.set(resource.key, document)
+            release()
+            return self._from_document(document, resource, route, request, hit=False)
+        stream = self._page_stream(self.sections[resource.section], route.number, run_async)
+        if stream is None:
+            release()
             return _plain(404, b"Not Found\n")
-        self.stats.count(section, "served")
-        return _document(
-            body, gz_file=route.gz_file, gzip_ok=_http.accepts_gzip(request.headers.get("accept-encoding"))
+        headers = self._headers(route, request)
+        if resource.version is not None:
+            headers += self._validators(resource, route, request).headers()
+        self.stats.count(resource.section, "served")
+        if request.method == "HEAD":
+            stream.close()  # type: ignore[attr-defined]
+            release()
+            return Reply(200, headers)
+        gzip_out = _wants_gzip(route, request)
+        if lead:
+            body: Iterator[bytes] = self._recording(resource, stream, gzip_out=gzip_out, release=release)
+        else:
+            body = gzip_stream(stream) if gzip_out else stream
+        return Reply(200, headers, body)
+
+    def _page_stream(self, section: Section, number: int, run_async: AsyncRunner) -> Iterator[bytes] | None:
+        start = 0
+        if number > 1:
+            plan = self._plan(section, run_async, until=number)
+            if plan.pages < number:
+                return None
+            start = plan.starts[number - 1]
+        return self.engine.page(section, start, run_async)
+
+    def _recording(
+        self, resource: _Resource, chunks: Iterator[bytes], *, gzip_out: bool, release: Callable[[], None]
+    ) -> Iterator[bytes]:
+        """Stream ``chunks`` to the client while building the cached copy.
+
+        The copy is stored only once the client has taken the last chunk: a failed
+        render, or a client gone mid-page, leaves the cache as it was.
+        """
+        writer = GzipWriter()
+        digest = hashlib.sha256()
+        parts: list[bytes] = []
+        size = 0
+        try:
+            for chunk in chunks:
+                digest.update(chunk)
+                size += len(chunk)
+                piece = writer.compress(chunk)
+                parts.append(piece)
+                yield piece if gzip_out else chunk
+            parts.append(tail := writer.finish())
+            if gzip_out:
+                yield tail
+            if self.store is not None:
+                self.store.set(resource.key, self._document(resource, b"".join(parts), digest, size))
+        finally:
+            chunks.close()  # type: ignore[attr-defined]
+            release()
+
+    def _document(self, resource: _Resource, body: bytes, digest: Any, size: int) -> Document:
+        if resource.version is not None:
+            etag = _version_etag(resource)
+            last_modified = resource.version.time or self._first_produced(resource.stable, etag)
+        else:
+            etag = digest.hexdigest()[:32]
+            last_modified = self._first_produced(resource.stable, etag)
+        return Document(body, etag, last_modified, size, resource.version.token if resource.version else None)
+
+    def _first_produced(self, stable: str, etag: str) -> int:
+        now = int(self._clock())
+        with self._first_seen_lock:
+            seen = self._first_seen.get(stable)
+            if seen is not None and seen[0] == etag:
+                return seen[1]
+            self._first_seen[stable] = (etag, now)
+            return now
+
+    def _validators(self, resource: _Resource, route: _http.Route, request: Request) -> Validators:
+        """Version-derived validators, known before rendering (declared versions only)."""
+        assert resource.version is not None
+        etag = _version_etag(resource)
+        with self._first_seen_lock:
+            seen = self._first_seen.get(resource.stable)
+        last_modified = resource.version.time or (seen[1] if seen and seen[0] == etag else None)
+        return _representation(Validators(f'"{etag}"', last_modified), route, request)
+
+    # -- plans, keys and versions ------------------------------------------------------------
+
+    def _plan(self, section: Section, run_async: AsyncRunner, *, until: int | None = None) -> PagePlan:
+        """The section's page plan: cached whole when there is a cache, else measured up to ``until``."""
+        if self.store is None:
+            return self.engine.plan(section, run_async, until=until)
+        version = self._version(section, run_async)
+        key = f"plan|{section.name}|{self.store.generation(section.name)}|{version and version.token}"
+        stored = self.store.get(key)
+        if stored is not None:
+            return PagePlan.from_bytes(stored.body)
+        plan = self.engine.plan(section, run_async)
+        body = plan.to_bytes()
+        self.store.set(key, Document(body, "", 0, len(body)))
+        return plan
+
+    def _declares_version(self, route: _http.Route) -> bool:
+        if route.kind == "index":
+            return any(section.version is not None for section in self.sections.values())
+        return self.sections[route.section].version is not None
+
+    def _version(self, section: Section, run_async: AsyncRunner) -> _Version | None:
+        if section.version is None:
+            return None
+        try:
+            value = section.version()
+            if inspect.isawaitable(value):
+                value = run_async(_await, value)
+        except Exception as exc:
+            raise ProviderError(f"version of section {section.name!r} raised {exc!r}") from exc
+        return _Version.of(value)
+
+    def _resource(self, route: _http.Route, request: Request, run_async: AsyncRunner) -> _Resource:
+        store = self.store
+        root = self.engine.site.root
+        if route.kind == "index":
+            sections = list(self.sections.values())
+            versions = [self._version(s, run_async) for s in sections]
+            generations = ",".join(store.generation(s.name) for s in sections) if store else ""
+            token = "|".join(
+                f"{s.name}:{s.page_size}:{v and v.token}" for s, v in zip(sections, versions, strict=True)
+            )
+            combined = None
+            if versions and all(v is not None for v in versions):
+                times = [v.time for v in versions if v is not None]
+                latest = None if None in times else max(t for t in times if t is not None)
+                combined = _Version(f"{root}{request.prefix}|{token}", latest)
+            key = f"index|{request.prefix}|{generations}|{token}"
+            return _Resource("index", "", key, f"index|{request.prefix}", combined)
+        section = self.sections[route.section]
+        version = self._version(section, run_async)
+        generation = store.generation(section.name) if store else ""
+        if version is not None:
+            token = f"{root}|{section.name}:{section.page_size}:{route.number}:{version.token}"
+            version = _Version(token, version.time)
+        return _Resource(
+            "page",
+            section.name,
+            f"page|{section.name}|{generation}|{route.number}|{version and version.token}",
+            f"page|{section.name}|{route.number}",
+            version,
         )
+
+    # -- robots.txt --------------------------------------------------------------------------
 
     def robots(self, request: Request, status: int, body: bytes) -> bytes | None:
         """Our robots.txt given the app's answer to the same request, or ``None`` to pass it on."""
@@ -98,21 +425,45 @@ class Service:
         return None
 
 
+def _early(route: _http.Route, request: Request) -> Reply | None:
+    """Answers that need neither the cache nor a provider."""
+    if request.method not in _http.ALLOWED_METHODS:
+        return _plain(405, b"Method Not Allowed\n", [("Allow", _http.ALLOW_HEADER)])
+    if route.kind == "missing":
+        return _plain(404, b"Not Found\n")
+    return None
+
+
 def _plain(status: int, body: bytes, extra: list[tuple[str, str]] | None = None) -> Reply:
     headers = [("Content-Type", _http.TEXT_TYPE), ("Content-Length", str(len(body)))]
     return Reply(status, headers + (extra or []), body)
 
 
-def _document(body: bytes | Iterator[bytes], *, gz_file: bool, gzip_ok: bool) -> Reply:
-    if gz_file:
-        # A .gz file is a gzip document, not an encoded XML one: no Content-Encoding.
-        headers = [("Content-Type", _http.GZIP_TYPE)]
-    else:
-        headers = [("Content-Type", _http.XML_TYPE), ("Vary", "Accept-Encoding")]
-        if gzip_ok:
-            headers.append(("Content-Encoding", "gzip"))
-    if gz_file or gzip_ok:
-        body = gzip_bytes(body) if isinstance(body, bytes) else gzip_stream(body)
-    if isinstance(body, bytes):
-        headers.append(("Content-Length", str(len(body))))
-    return Reply(200, headers, body)
+def _wants_gzip(route: _http.Route, request: Request) -> bool:
+    return route.gz_file or _http.accepts_gzip(request.header("accept-encoding"))
+
+
+def _representation(validators: Validators, route: _http.Route, request: Request) -> Validators:
+    """The gzip representation is other bytes, so it gets its own (derived) strong ETag."""
+    if validators.etag is not None and _wants_gzip(route, request):
+        return Validators(validators.etag[:-1] + '-gz"', validators.last_modified)
+    return validators
+
+
+def _not_modified(validators: Validators, request: Request) -> bool:
+    return _http.not_modified(
+        validators, request.header("if-none-match"), request.header("if-modified-since")
+    )
+
+
+def _version_etag(resource: _Resource) -> str:
+    assert resource.version is not None
+    return "v" + hashlib.sha256(f"{RENDER_FORMAT}|{resource.version.token}".encode()).hexdigest()[:31]
+
+
+async def _await(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
+def _no_async(func: Callable[..., Awaitable[Any]], /, *args: Any) -> Any:
+    raise RuntimeError("fast_reply never calls async code")  # pragma: no cover

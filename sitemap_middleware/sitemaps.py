@@ -14,15 +14,17 @@ asgi_app = sitemaps.asgi(starlette_app)         # Starlette, FastAPI, Django's A
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
+from .cache import CacheStore, MemoryStore
 from .engine import Engine
 from .entries import Site
 from .errors import ConfigurationError
 from .providers import Provider, ProviderFunc, Section
 from .render import MAX_URLS
-from .service import Service
+from .service import HeaderPolicy, Service
 from .stats import Stats
 
 if TYPE_CHECKING:
@@ -32,6 +34,10 @@ if TYPE_CHECKING:
 __all__ = ["Sitemaps"]
 
 F = TypeVar("F", bound=ProviderFunc)
+VersionFunc = Callable[[], object]
+# Crawlers re-read sitemaps rarely; CDNs may keep one 10 minutes and serve it stale while
+# refreshing for an hour more (RFC 5861).
+DEFAULT_CACHE_CONTROL = "public, max-age=600, stale-while-revalidate=3600"
 _SECTION_NAME = re.compile(r"[a-z0-9_]+(?:-[a-z0-9_]+)*")
 
 
@@ -49,18 +55,43 @@ class Sitemaps:
     - ``page_size``: URLs per file for sections that do not set their own (at most 50,000).
     - ``strict``: raise `EntryError` on the first bad entry instead of skipping and
       logging it; for tests and CI.
+    - ``cache``: where rendered documents are kept: ``True`` for an in-process
+      `MemoryStore` (256 MiB, 10 minutes), a `CacheStore` of your own, or ``None`` to
+      render every request (a CDN-only setup, benchmarks).
+    - ``cache_control``: the ``Cache-Control`` of sitemap documents (``None`` omits it).
+    - ``robots_tag``: the ``X-Robots-Tag`` of sitemap documents, so the XML files
+      themselves stay out of search results (``None`` omits it).
+    - ``clock``: wall clock for ``Last-Modified``; inject a fake one in tests.
     """
 
-    def __init__(self, *, base_url: str, page_size: int = MAX_URLS, strict: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        page_size: int = MAX_URLS,
+        strict: bool = False,
+        cache: CacheStore | bool | None = True,
+        cache_control: str | None = DEFAULT_CACHE_CONTROL,
+        robots_tag: str | None = "noindex",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.site = Site.parse(base_url)
         self.page_size = _check_page_size(page_size)
         self.strict = strict
         self.stats = Stats()
         self._sections: dict[str, Section] = {}
+        if cache is True:
+            cache = MemoryStore()
+        elif cache is False:
+            cache = None
+        self.cache: CacheStore | None = cache
         self.service = Service(
             engine=Engine(self.site, on_skip=self.stats.skip, strict=strict),
             sections=self._sections,
             stats=self.stats,
+            store=cache,
+            policy=HeaderPolicy(cache_control=cache_control, robots_tag=robots_tag),
+            clock=clock,
         )
 
     @property
@@ -68,20 +99,34 @@ class Sitemaps:
         """Registered section names, in registration order (the index lists them so)."""
         return tuple(self._sections)
 
-    def provider(self, name: str, *, page_size: int | None = None) -> Callable[[F], F]:
+    def provider(
+        self, name: str, *, page_size: int | None = None, version: VersionFunc | None = None
+    ) -> Callable[[F], F]:
         """Register the decorated callable as the provider of section ``name``.
 
-        ``name`` is lowercase letters, digits and ``_``, with single ``-`` between
-        them (``blog-posts``): it becomes ``/sitemap-<name>-<n>.xml``.
+        - ``name``: lowercase letters, digits and ``_``, single ``-`` between words
+          (``blog-posts``); it becomes ``/sitemap-<name>-<n>.xml``.
+        - ``page_size``: URLs per file for this section.
+        - ``version``: an optional cheap callable (sync or async) whose value changes
+          whenever the section does, e.g. ``SELECT MAX(updated_at)``. With it, a
+          changed section is re-rendered at once, and conditional requests are
+          answered without iterating a single URL.
         """
 
         def register(func: F) -> F:
-            self.add_provider(name, func, page_size=page_size)
+            self.add_provider(name, func, page_size=page_size, version=version)
             return func
 
         return register
 
-    def add_provider(self, name: str, func: ProviderFunc, *, page_size: int | None = None) -> None:
+    def add_provider(
+        self,
+        name: str,
+        func: ProviderFunc,
+        *,
+        page_size: int | None = None,
+        version: VersionFunc | None = None,
+    ) -> None:
         """Register ``func`` as the provider of section ``name`` (the non-decorator form)."""
         if not isinstance(name, str) or _SECTION_NAME.fullmatch(name) is None:
             raise ConfigurationError(f"invalid section name {name!r}: use [a-z0-9_] words joined by '-'")
@@ -89,8 +134,21 @@ class Sitemaps:
             raise ConfigurationError(f"section {name!r} is already registered")
         if not callable(func):
             raise ConfigurationError(f"provider for {name!r} must be callable, not {type(func).__name__}")
+        if version is not None and not callable(version):
+            raise ConfigurationError(f"version for {name!r} must be callable, not {type(version).__name__}")
         size = self.page_size if page_size is None else _check_page_size(page_size)
-        self._sections[name] = Section(name, Provider(name, func), size)
+        self._sections[name] = Section(name, Provider(name, func), size, version)
+
+    def invalidate(self, section: str | None = None) -> None:
+        """Drop ``section`` (or, with no argument, everything) from the cache.
+
+        The next request renders from fresh data and gets a new ETag. Call it from
+        your save hooks (a Django ``post_save`` receiver, an SQLAlchemy ``after_commit``).
+        """
+        if section is not None and section not in self._sections:
+            raise ConfigurationError(f"no section named {section!r}")
+        if self.cache is not None:
+            self.cache.invalidate(section)
 
     def wsgi(self, app: WSGIApplication) -> SitemapWSGIMiddleware:
         """Wrap a WSGI app; every request that is not ours reaches it untouched."""
