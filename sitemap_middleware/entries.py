@@ -36,9 +36,11 @@ MIN_LOC_LENGTH = 12
 
 _UTC = UTC
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
-# Characters RFC 3986 allows in a URI (unreserved, reserved and '%'); anything else is quoted.
-_URI_SAFE = "-._~:/?#[]@!$&'()*+,;=%"
-_NEEDS_QUOTING = re.compile(r"[^A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]|%(?![0-9A-Fa-f]{2})")
+# Characters RFC 3986 allows after the authority (unreserved, reserved and '%'); anything
+# else is quoted. Not "[" and "]": §3.2.2 keeps them for an IP literal host, and nothing
+# after the host may hold them. Not a second "#": §3.5, a fragment ends the URI.
+_URI_SAFE = "-._~:/?#@!$&'()*+,;=%"
+_NEEDS_QUOTING = re.compile(r"[^A-Za-z0-9\-._~:/?#@!$&'()*+,;=%]|%(?![0-9A-Fa-f]{2})|#.*#")
 _STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 # XML 1.0 forbids C0 controls except tab/LF/CR; in a URL even those are malformed.
 _CONTROL = re.compile(r"[\x00-\x20\x7f-\x9f]")
@@ -117,6 +119,9 @@ class Site:
 def _canonical_host(scheme: str, hostname: str, port: int | None) -> str:
     # RFC 3986 §6.2.2: hosts compare case-insensitively; IDN hosts travel as punycode.
     host = hostname.lower() if hostname.isascii() else hostname.encode("idna").decode("ascii")
+    if ":" in host:
+        # RFC 3986 §3.2.2: an IPv6 literal keeps its brackets (urlsplit's hostname drops them).
+        host = f"[{host}]"
     if port is not None and port != _DEFAULT_PORTS[scheme]:
         return f"{host}:{port}"
     return host
@@ -126,7 +131,9 @@ def quote_uri(text: str) -> str:
     """Percent-encode what RFC 3986 does not allow (as UTF-8), keeping valid escapes."""
     if _NEEDS_QUOTING.search(text) is None:
         return text
-    return _STRAY_PERCENT.sub("%25", quote(text, safe=_URI_SAFE))
+    quoted = _STRAY_PERCENT.sub("%25", quote(text, safe=_URI_SAFE))
+    head, mark, fragment = quoted.partition("#")
+    return head + mark + fragment.replace("#", "%23")
 
 
 def w3c_datetime(value: datetime | date | str) -> str:
@@ -138,7 +145,11 @@ def w3c_datetime(value: datetime | date | str) -> str:
     """
     if isinstance(value, datetime):
         if value.tzinfo is not None and value.utcoffset() is not None:
-            value = value.astimezone(_UTC)
+            try:
+                value = value.astimezone(_UTC)
+            except OverflowError:
+                # 0001-01-01T00:30+01:00 is a real instant with no year-1-or-later UTC form.
+                raise EntryError("invalid lastmod", f"{value!r} is out of range in UTC") from None
         return (
             f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
             f"T{value.hour:02d}:{value.minute:02d}:{value.second:02d}+00:00"
@@ -161,7 +172,9 @@ def w3c_datetime(value: datetime | date | str) -> str:
 def _priority(value: object) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
         raise EntryError("invalid priority", f"{type(value).__name__} is not a number")
-    if (isinstance(value, float) and math.isnan(value)) or not 0 <= value <= 1:
+    # Decimal NaNs are checked before comparing: ordering a Decimal NaN raises InvalidOperation.
+    nan = value.is_nan() if isinstance(value, Decimal) else isinstance(value, float) and math.isnan(value)
+    if nan or not 0 <= value <= 1:
         raise EntryError("invalid priority", f"{value!r} is not between 0.0 and 1.0")
     # xsd:decimal has no exponent form, so never let repr() produce one.
     text = f"{value:.3f}".rstrip("0")
@@ -201,15 +214,18 @@ class Normaliser:
         lastmod = url.lastmod
         changefreq = url.changefreq
         priority = url.priority
-        if priority is not None:
+        priority_text: str | None
+        if type(priority) is float:
+            # Only exact floats share the cache: True == 1 and an unhashable value would
+            # otherwise find (or break on) another value's entry instead of being rejected.
             cached = self._priorities.get(priority)
             if cached is None:
                 cached = _priority(priority)
                 if len(self._priorities) < 1024:
                     self._priorities[priority] = cached
-            priority_text: str | None = cached
+            priority_text = cached
         else:
-            priority_text = None
+            priority_text = None if priority is None else _priority(priority)
         return NormalUrl(
             self.loc(url.loc),
             None if lastmod is None else w3c_datetime(lastmod),
@@ -231,7 +247,8 @@ class Normaliser:
             except UnicodeEncodeError:
                 raise EntryError("invalid loc", "not valid Unicode (lone surrogate)") from None
         if loc.startswith(self._origin_slash):
-            absolute = quote_uri(loc)
+            # Quote only after the authority: an IPv6 host's brackets must stay as they are.
+            absolute = self._origin_slash + quote_uri(loc[len(self._origin_slash) :])
         elif loc[0] == "/" and not loc.startswith("//"):
             absolute = self._root + quote_uri(loc)
         elif loc.startswith("//") or _SCHEME.match(loc) is not None:
@@ -246,19 +263,29 @@ class Normaliser:
 
     def _absolute(self, loc: str) -> str:
         site = self.site
+        # EntryError is a ValueError: raise it outside the try, or its reason would be lost.
         try:
             parts = urlsplit(f"{site.scheme}:{loc}" if loc.startswith("//") else loc)
-            scheme = parts.scheme.lower()
-            if scheme != site.scheme:
-                raise EntryError("other scheme", loc[:100])
-            if not parts.hostname or parts.username is not None or parts.password is not None:
-                raise EntryError("other host", loc[:100])
-            host = _canonical_host(scheme, parts.hostname, parts.port)
-        except (ValueError, UnicodeError):
+            hostname, port = parts.hostname, parts.port
+        except ValueError:
+            raise EntryError("invalid loc", loc[:100]) from None
+        scheme = parts.scheme.lower()
+        if scheme != site.scheme:
+            raise EntryError("other scheme", loc[:100])
+        if not hostname:
+            raise EntryError("invalid loc", loc[:100])
+        if parts.username is not None or parts.password is not None:
+            # https://shop.example@evil.com/ is evil.com; credentials never belong in a sitemap.
+            raise EntryError("other host", loc[:100])
+        try:
+            host = _canonical_host(scheme, hostname, port)
+        except UnicodeError:
             raise EntryError("invalid loc", loc[:100]) from None
         if host != site.host:
             raise EntryError("other host", loc[:100])
-        tail = loc[loc.index(parts.netloc) + len(parts.netloc) :] if parts.netloc else ""
+        # The authority follows the first "//" (a scheme cannot hold "/"); searching for the
+        # netloc text instead would find "s" inside "https" for a host named "s".
+        tail = loc[loc.index("//") + 2 + len(parts.netloc) :]
         return site.origin + quote_uri(tail or "/")
 
 

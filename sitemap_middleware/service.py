@@ -153,7 +153,10 @@ class Service:
         document = self.store.get(resource.key)
         if document is not None:
             return self._from_document(document, resource, route, request)
-        return self._flights.pending(resource.key)
+        pending = self._flights.pending(resource.key)
+        if pending is not None:
+            self.stats.count(resource.section, "flight_waits")
+        return pending
 
     def reply(self, route: _http.Route, request: Request, run_async: AsyncRunner) -> Reply:
         """The answer for an index or page route (robots.txt goes through `robots`)."""
@@ -192,6 +195,7 @@ class Service:
                 except BaseException:
                     self._flights.release(resource.key)
                     raise
+            self.stats.count(resource.section, "flight_waits")
             event.wait(FOLLOW_TIMEOUT)
         # The leaders failed or are stuck: answer this request on its own.
         return self._render(resource, route, request, run_async, lead=False)

@@ -60,7 +60,8 @@ class SitemapClient:
                 return Response(r.status_code, r.headers, r.get_data())
             finally:
                 r.close()
-        headers.setdefault("accept-encoding", "identity")  # httpx would add gzip otherwise
+        if not any(name.lower() == "accept-encoding" for name in headers):
+            headers["accept-encoding"] = "identity"  # httpx would add gzip otherwise
         with self._asgi.stream(method, path, headers=headers) as a:
             raw = b"".join(a.iter_raw())  # undecoded, as the wire carried it
             return Response(a.status_code, Headers(list(a.headers.multi_items())), raw)

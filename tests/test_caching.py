@@ -1,0 +1,457 @@
+"""HTTP caching: validators, conditional requests, the byte-bounded cache and single-flight."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from email.utils import format_datetime
+from typing import Any
+from wsgiref.validate import validator
+
+import httpx
+import pytest
+from werkzeug.test import Client as WerkzeugClient
+
+from sitemap_middleware import Sitemaps
+from sitemap_middleware.cache import MemoryStore
+
+from .conftest import plain_asgi_app, plain_wsgi_app
+from .xsd import locs, validate
+
+BASE = "https://shop.example"
+PAGE = "/sitemap-products-1.xml"
+NOW = 1_780_000_000.0  # the fake wall clock: Last-Modified of everything rendered here
+
+
+class Catalogue:
+    """A provider over mutable data that counts how often it is called."""
+
+    def __init__(self, count: int = 5) -> None:
+        self.paths = [f"/p/{n}" for n in range(count)]
+        self.calls = 0
+
+    def __call__(self) -> Iterator[str]:
+        self.calls += 1
+        yield from list(self.paths)
+
+
+def build(catalogue: Catalogue | None = None, **options: Any) -> tuple[Sitemaps, Catalogue]:
+    catalogue = catalogue or Catalogue()
+    options.setdefault("clock", lambda: NOW)
+    sitemaps = Sitemaps(base_url=BASE, **options)
+    sitemaps.add_provider("products", catalogue)
+    return sitemaps, catalogue
+
+
+def http_date(epoch: float) -> str:
+    return format_datetime(datetime.fromtimestamp(epoch, UTC), usegmt=True)
+
+
+# -- validators --------------------------------------------------------------------------------
+
+
+def test_cached_page_carries_strong_etag_and_last_modified(make_client):
+    client = make_client(build()[0])
+    client.get(PAGE)
+    cached = client.get(PAGE)
+    assert cached.status == 200
+    etag = cached.headers["ETag"]
+    assert etag.startswith('"') and etag.endswith('"') and not etag.startswith("W/")
+    assert cached.headers["Last-Modified"] == http_date(NOW)
+    validate(cached.body)
+
+
+def test_cold_page_without_declared_version_omits_validators(make_client):
+    client = make_client(build()[0])
+    cold = client.get(PAGE)
+    assert cold.status == 200
+    assert "ETag" not in cold.headers and "Last-Modified" not in cold.headers
+    validate(cold.body)
+
+
+def test_gzip_and_identity_representations_have_different_etags(make_client):
+    client = make_client(build()[0])
+    client.get(PAGE)
+    identity = client.get(PAGE).headers["ETag"]
+    encoded = client.get(PAGE, {"Accept-Encoding": "gzip"})
+    gz_file = client.get(PAGE + ".gz")
+    assert encoded.headers["Content-Encoding"] == "gzip"
+    assert encoded.headers["ETag"] != identity
+    assert gz_file.headers["ETag"] == encoded.headers["ETag"]
+    assert gzip.decompress(encoded.body) == gzip.decompress(gz_file.body) == client.get(PAGE).body
+
+
+def test_sitemap_documents_carry_cache_control_and_noindex(make_client):
+    client = make_client(build()[0])
+    for path in ("/sitemap-index.xml", PAGE, PAGE + ".gz"):
+        response = client.get(path)
+        assert response.headers["Cache-Control"] == "public, max-age=600, stale-while-revalidate=3600"
+        assert response.headers["X-Robots-Tag"] == "noindex"
+
+
+def test_cache_control_and_robots_tag_are_configurable(make_client):
+    client = make_client(build(cache_control="no-cache", robots_tag=None)[0])
+    response = client.get(PAGE)
+    assert response.headers["Cache-Control"] == "no-cache"
+    assert "X-Robots-Tag" not in response.headers
+
+
+# -- conditional requests (RFC 9110 §13) -------------------------------------------------------
+
+ETAG = "{etag}"
+CONDITIONAL_CASES = [
+    pytest.param("GET", {"If-None-Match": ETAG}, 304, id="inm-match"),
+    pytest.param("GET", {"If-None-Match": "W/" + ETAG}, 304, id="inm-weak-match"),
+    pytest.param("GET", {"If-None-Match": f'"other", {ETAG}, "x"'}, 304, id="inm-list"),
+    pytest.param("GET", {"If-None-Match": "*"}, 304, id="inm-star"),
+    pytest.param("GET", {"If-None-Match": '"other"'}, 200, id="inm-mismatch"),
+    pytest.param("GET", {"If-None-Match": "{gz_etag}"}, 200, id="inm-gzip-etag-on-identity"),
+    pytest.param(
+        "GET", {"If-None-Match": '"other"', "If-Modified-Since": "{later}"}, 200, id="inm-wins-over-ims"
+    ),
+    pytest.param("GET", {"If-Modified-Since": "{now}"}, 304, id="ims-equal"),
+    pytest.param("GET", {"If-Modified-Since": "{later}"}, 304, id="ims-later"),
+    pytest.param("GET", {"If-Modified-Since": "{earlier}"}, 200, id="ims-earlier"),
+    pytest.param("GET", {"If-Modified-Since": "yesterday-ish"}, 200, id="ims-malformed"),
+    pytest.param("GET", {"If-Modified-Since": "Sun, 99 Nov 1994 08:49:37 GMT"}, 200, id="ims-bad-day"),
+    pytest.param("HEAD", {"If-None-Match": ETAG}, 304, id="head-inm-match"),
+    pytest.param("HEAD", {}, 200, id="head-unconditional"),
+]
+
+
+@pytest.mark.parametrize(("method", "headers", "status"), CONDITIONAL_CASES)
+def test_conditional_request_on_cached_page(make_client, method, headers, status):
+    client = make_client(build()[0])
+    client.get(PAGE)
+    warm = client.get(PAGE)
+    gz_etag = client.get(PAGE, {"Accept-Encoding": "gzip"}).headers["ETag"]
+    values = {
+        "etag": warm.headers["ETag"],
+        "gz_etag": gz_etag,
+        "now": http_date(NOW),
+        "later": http_date(NOW + 60),
+        "earlier": http_date(NOW - 60),
+    }
+    response = client.request(method, PAGE, {k: v.format(**values) for k, v in headers.items()})
+    assert response.status == status
+    if status == 304 or method == "HEAD":
+        assert response.body == b""
+    else:
+        assert response.body == warm.body
+
+
+def test_not_modified_carries_exactly_the_allowed_headers(make_client):
+    client = make_client(build()[0])
+    client.get(PAGE)
+    etag = client.get(PAGE).headers["ETag"]
+    response = client.get(PAGE, {"If-None-Match": etag})
+    assert response.status == 304
+    names = {name.lower() for name in response.headers} - {"date", "server", "content-length"}
+    assert names == {"etag", "last-modified", "cache-control", "vary"}
+    assert response.headers["ETag"] == etag
+    assert response.headers.get("Content-Length", "0") == "0"
+
+
+def test_not_modified_works_for_the_gzip_file_and_the_index(make_client):
+    client = make_client(build()[0])
+    for path in (PAGE + ".gz", "/sitemap-index.xml"):
+        client.get(path)
+        etag = client.get(path).headers["ETag"]
+        assert client.get(path, {"If-None-Match": etag}).status == 304
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH"])
+def test_unsafe_methods_get_405_with_allow_even_when_conditional(make_client, method):
+    client = make_client(build()[0])
+    client.get(PAGE)
+    etag = client.get(PAGE).headers["ETag"]
+    response = client.request(method, PAGE, {"If-None-Match": etag})
+    assert response.status == 405
+    assert response.headers["Allow"] == "GET, HEAD"
+
+
+# -- the cache ---------------------------------------------------------------------------------
+
+
+def test_thousand_sequential_requests_call_the_provider_once(make_client):
+    sitemaps, catalogue = build()
+    client = make_client(sitemaps)
+    bodies = {client.get(PAGE).body for _ in range(1000)}
+    assert catalogue.calls == 1
+    assert len(bodies) == 1
+    assert sitemaps.stats.snapshot()["products"]["cache_hits"] == 999
+
+
+def test_invalidate_serves_new_data_with_a_new_etag(make_client):
+    sitemaps, catalogue = build()
+    client = make_client(sitemaps)
+    client.get(PAGE)
+    before = client.get(PAGE)
+    catalogue.paths.append("/p/new")
+    assert client.get(PAGE).body == before.body  # cached: the change is not visible yet
+    sitemaps.invalidate("products")
+    after = client.get(PAGE)
+    assert f"{BASE}/p/new" in locs(validate(after.body))
+    assert client.get(PAGE).headers["ETag"] != before.headers["ETag"]
+
+
+def test_invalidate_of_a_section_refreshes_the_index(make_client):
+    sitemaps, catalogue = build(page_size=5)
+    client = make_client(sitemaps)
+    assert len(locs(validate(client.get("/sitemap-index.xml").body))) == 1
+    catalogue.paths.extend(["/p/x", "/p/y"])
+    sitemaps.invalidate("products")
+    assert len(locs(validate(client.get("/sitemap-index.xml").body))) == 2
+
+
+def test_invalidate_everything_drops_every_section(make_client):
+    sitemaps, catalogue = build()
+    client = make_client(sitemaps)
+    client.get(PAGE)
+    sitemaps.invalidate()
+    client.get(PAGE)
+    assert catalogue.calls == 2
+
+
+def test_ttl_expiry_renders_again_and_keeps_last_modified_for_equal_bytes(make_client):
+    ticks = [0.0]
+    wall = [NOW]
+    store = MemoryStore(ttl=60, timer=lambda: ticks[0])
+    sitemaps, catalogue = build(cache=store, clock=lambda: wall[0])
+    client = make_client(sitemaps)
+    client.get(PAGE)
+    first = client.get(PAGE)
+    ticks[0] += 61
+    wall[0] += 61
+    client.get(PAGE)
+    second = client.get(PAGE)
+    assert catalogue.calls == 2
+    assert second.headers["ETag"] == first.headers["ETag"]
+    # Last-Modified is when these bytes were first produced, not when they were re-rendered.
+    assert second.headers["Last-Modified"] == first.headers["Last-Modified"] == http_date(NOW)
+
+
+def test_last_modified_moves_when_a_url_is_deleted(make_client):
+    wall = [NOW]
+    sitemaps, catalogue = build(clock=lambda: wall[0])
+    client = make_client(sitemaps)
+    client.get(PAGE)
+    before = client.get(PAGE).headers["Last-Modified"]
+    catalogue.paths.pop()
+    wall[0] += 3600
+    sitemaps.invalidate("products")
+    client.get(PAGE)
+    assert client.get(PAGE).headers["Last-Modified"] == http_date(NOW + 3600) != before
+
+
+def test_cache_is_bounded_by_bytes_not_entries():
+    store = MemoryStore(max_bytes=64 * 1024)
+    sitemaps, _ = build(Catalogue(count=2000), cache=store, page_size=200)
+    client = WerkzeugClient(sitemaps.wsgi(plain_wsgi_app))
+    for n in range(1, 11):
+        response = client.get(f"/sitemap-products-{n}.xml")
+        assert response.status_code == 200
+        response.get_data()
+        response.close()
+    assert 0 < store.current_bytes <= 64 * 1024
+
+
+def test_cache_none_renders_every_request_and_sends_no_validators(make_client):
+    sitemaps, catalogue = build(cache=None)
+    client = make_client(sitemaps)
+    for _ in range(3):
+        response = client.get(PAGE)
+        assert "ETag" not in response.headers
+        validate(response.body)
+    assert catalogue.calls == 3
+
+
+def test_two_instances_serve_identical_bodies_and_etags():
+    first = WerkzeugClient(build()[0].wsgi(plain_wsgi_app))
+    second = WerkzeugClient(build()[0].wsgi(plain_wsgi_app))
+    for path, headers in [(PAGE, {}), (PAGE, {"Accept-Encoding": "gzip"}), ("/sitemap-index.xml", {})]:
+        answers = []
+        for client in (first, second):
+            warm = client.get(path, headers=headers)
+            warm.get_data()
+            warm.close()
+            response = client.get(path, headers=headers)
+            answers.append((response.headers["ETag"], response.get_data()))
+            response.close()
+        assert answers[0] == answers[1]
+
+
+# -- single-flight -----------------------------------------------------------------------------
+
+
+class GatedCatalogue(Catalogue):
+    """Blocks its first call until the test has seen every other request waiting."""
+
+    def __init__(self, sitemaps_ref: list[Sitemaps], followers: int) -> None:
+        super().__init__(count=500)
+        self._sitemaps = sitemaps_ref
+        self._followers = followers
+
+    def __call__(self) -> Iterator[str]:
+        self.calls += 1
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            waits = self._sitemaps[0].stats.snapshot().get("products", {}).get("flight_waits", 0)
+            if waits >= self._followers:
+                break
+            time.sleep(0.005)
+        yield from self.paths
+
+
+def gated(followers: int) -> tuple[Sitemaps, GatedCatalogue]:
+    ref: list[Sitemaps] = []
+    catalogue = GatedCatalogue(ref, followers)
+    sitemaps, _ = build(catalogue)
+    ref.append(sitemaps)
+    return sitemaps, catalogue
+
+
+def test_concurrent_cold_requests_call_provider_once_wsgi():
+    sitemaps, catalogue = gated(followers=31)
+    app = validator(sitemaps.wsgi(plain_wsgi_app))
+    results: list[tuple[int, bytes]] = []
+    lock = threading.Lock()
+
+    def fetch() -> None:
+        response = WerkzeugClient(app).get(PAGE)
+        with lock:
+            results.append((response.status_code, response.get_data()))
+        response.close()
+
+    threads = [threading.Thread(target=fetch) for _ in range(32)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert catalogue.calls == 1
+    assert len(results) == 32
+    assert {status for status, _ in results} == {200}
+    assert len({body for _, body in results}) == 1
+    assert len(locs(validate(results[0][1]))) == 500
+
+
+def test_concurrent_cold_requests_call_provider_once_asgi():
+    sitemaps, catalogue = gated(followers=31)
+
+    async def main() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=sitemaps.asgi(plain_asgi_app))
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            return await asyncio.gather(*(client.get(PAGE) for _ in range(32)))
+
+    responses = asyncio.run(main())
+    assert catalogue.calls == 1
+    assert {r.status_code for r in responses} == {200}
+    assert len({r.content for r in responses}) == 1
+    assert len(locs(validate(responses[0].content))) == 500
+
+
+# -- failures never reach the cache ------------------------------------------------------------
+
+
+class FailingHalfway(Catalogue):
+    def __init__(self) -> None:
+        super().__init__(count=200)
+        self.fail = True
+
+    def __call__(self) -> Iterator[str]:
+        self.calls += 1
+        for n, path in enumerate(self.paths):
+            if self.fail and n == 100:
+                raise RuntimeError("database went away")
+            yield path
+
+
+def test_provider_failing_mid_stream_never_yields_a_complete_document(make_client):
+    sitemaps, catalogue = build(FailingHalfway())
+    client = make_client(sitemaps)
+    received = b""
+    try:
+        received = client.get(PAGE).body
+    except Exception:  # the adapter aborts the response: the client sees an error
+        pass
+    assert b"</urlset>" not in received
+    catalogue.fail = False
+    retry = client.get(PAGE)
+    assert catalogue.calls == 2  # not served from a cached fragment
+    assert len(locs(validate(retry.body))) == 200
+
+
+def test_client_gone_mid_page_leaves_nothing_in_the_cache():
+    sitemaps, catalogue = build(Catalogue(count=5000))
+    app = sitemaps.wsgi(plain_wsgi_app)
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "PATH_INFO": PAGE,
+        "SCRIPT_NAME": "",
+        "SERVER_NAME": "shop.example",
+        "SERVER_PORT": "443",
+        "wsgi.url_scheme": "https",
+    }
+    body = app(environ, lambda status, headers, exc_info=None: None)
+    iterator = iter(body)
+    next(iterator)
+    body.close()  # what a WSGI server does when the client disconnects
+    response = WerkzeugClient(app).get(PAGE)
+    assert "ETag" not in response.headers  # a cold render again, not a cached fragment
+    response.close()
+    assert catalogue.calls == 2
+
+
+# -- declared versions -------------------------------------------------------------------------
+
+
+def versioned(version: list[Any]) -> tuple[Sitemaps, Catalogue]:
+    sitemaps = Sitemaps(base_url=BASE, clock=lambda: NOW)
+    catalogue = Catalogue()
+    sitemaps.add_provider("products", catalogue, version=lambda: version[0])
+    return sitemaps, catalogue
+
+
+def test_declared_version_puts_validators_on_a_cold_streamed_page(make_client):
+    changed = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    client = make_client(versioned([changed])[0])
+    cold = client.get(PAGE)
+    assert cold.status == 200
+    assert cold.headers["ETag"].startswith('"')
+    assert cold.headers["Last-Modified"] == http_date(changed.timestamp())
+    validate(cold.body)
+
+
+def test_declared_version_answers_conditional_requests_without_calling_the_provider(make_client):
+    version = [7]
+    sitemaps, _catalogue = versioned(version)
+    etag = make_client(sitemaps).get(PAGE).headers["ETag"]
+    fresh, fresh_catalogue = versioned(version)  # another process: cold cache, same data version
+    response = make_client(fresh).get(PAGE, {"If-None-Match": etag})
+    assert response.status == 304
+    assert fresh_catalogue.calls == 0
+
+
+def test_a_new_declared_version_is_served_at_once_without_invalidate(make_client):
+    version = [1]
+    sitemaps, catalogue = versioned(version)
+    client = make_client(sitemaps)
+    client.get(PAGE)
+    before = client.get(PAGE)
+    catalogue.paths.append("/p/new")
+    version[0] = 2
+    after = client.get(PAGE)
+    assert f"{BASE}/p/new" in locs(validate(after.body))
+    assert after.headers["ETag"] != before.headers["ETag"]
+
+
+def test_failing_version_callable_gives_503(make_client):
+    sitemaps = Sitemaps(base_url=BASE)
+    sitemaps.add_provider("products", Catalogue(), version=lambda: 1 / 0)
+    response = make_client(sitemaps).get(PAGE)
+    assert response.status == 503
+    assert response.headers["Retry-After"].isdigit()
