@@ -19,7 +19,7 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
-from ._http import mount_prefix
+from ._http import TEXT_TYPE, mount_prefix
 from .service import FOLLOW_TIMEOUT, Reply, Request
 
 Scope = MutableMapping[str, Any]
@@ -80,34 +80,33 @@ class SitemapASGIMiddleware:
         if request.method not in ("GET", "HEAD"):
             await self.app(scope, receive, send)
             return
-        messages: list[Message] = []
-
-        async def capture(message: Message) -> None:
-            messages.append(message)
-
-        await self.app({**scope, "method": "GET"}, receive, capture)
-        start = next((m for m in messages if m["type"] == "http.response.start"), None)
-        if start is None:
-            return
-        body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.response.body")
-        encoded = any(name.lower() == b"content-encoding" for name, _ in start.get("headers", ()))
-        merged = None if encoded else self._service.robots(request, start["status"], body)
+        merged = self._service.cached_robots(request)
         if merged is None:
-            headers = list(start.get("headers", ()))
-        else:
-            body = merged
-            headers = [
-                (b"content-type", b"text/plain; charset=utf-8"),
-                (b"content-length", str(len(body)).encode()),
-            ]
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200 if merged is not None else start["status"],
-                "headers": headers,
-            }
-        )
-        await send({"type": "http.response.body", "body": b"" if request.method == "HEAD" else body})
+            status, headers, body = await _call_app(self.app, {**scope, "method": "GET"}, receive)
+            text_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers]
+            merged = self._service.robots(request, status, text_headers, body)
+            if merged is None:
+                await send({"type": "http.response.start", "status": status, "headers": headers})
+                await send({"type": "http.response.body", "body": b"" if request.method == "HEAD" else body})
+                return
+        headers = [(b"content-type", TEXT_TYPE.encode()), (b"content-length", str(len(merged)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b"" if request.method == "HEAD" else merged})
+
+
+async def _call_app(app: ASGIApp, scope: Scope, receive: Receive) -> tuple[int, list[Any], bytes]:
+    """Run ``app`` to completion and collect its response (robots.txt is small)."""
+    messages: list[Message] = []
+
+    async def capture(message: Message) -> None:
+        messages.append(message)
+
+    await app(scope, receive, capture)
+    start = next((m for m in messages if m["type"] == "http.response.start"), None)
+    if start is None:
+        raise RuntimeError("the app returned without starting a response for /robots.txt")
+    body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.response.body")
+    return start["status"], list(start.get("headers", ())), body
 
 
 async def _wait(event: threading.Event) -> None:

@@ -176,8 +176,9 @@ def _priority(value: object) -> str:
     nan = value.is_nan() if isinstance(value, Decimal) else isinstance(value, float) and math.isnan(value)
     if nan or not 0 <= value <= 1:
         raise EntryError("invalid priority", f"{value!r} is not between 0.0 and 1.0")
-    # xsd:decimal has no exponent form, so never let repr() produce one.
-    text = f"{value:.3f}".rstrip("0")
+    # xsd:decimal has no exponent form, so never let repr() produce one; abs() because
+    # -0.0 passes the range check but would print its sign.
+    text = f"{abs(value):.3f}".rstrip("0")
     return text + "0" if text.endswith(".") else text
 
 

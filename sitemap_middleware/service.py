@@ -420,13 +420,39 @@ class Service:
 
     # -- robots.txt --------------------------------------------------------------------------
 
-    def robots(self, request: Request, status: int, body: bytes) -> bytes | None:
-        """Our robots.txt given the app's answer to the same request, or ``None`` to pass it on."""
+    def cached_robots(self, request: Request) -> bytes | None:
+        """Our last robots.txt for this mount, so a hit need not call the app."""
+        if self.store is None or request.method not in _http.ALLOWED_METHODS:
+            return None
+        document = self.store.get(self._robots_key(request))
+        return None if document is None else document.body
+
+    def robots(
+        self, request: Request, status: int, headers: list[tuple[str, str]], body: bytes
+    ) -> bytes | None:
+        """Our robots.txt given the app's answer to the same request, or ``None`` to pass it on.
+
+        The result is cached unless the app's answer was personal (cookies, ``Vary``,
+        ``private`` or ``no-store``) or encoded, which we could not merge into anyway.
+        """
+        names = {name.lower(): value.lower() for name, value in headers}
+        if "content-encoding" in names:
+            return None
         if status == 200:
-            return merge_robots(body, self.index_url(request.prefix))
-        if status == 404:
-            return default_robots(self.index_url(request.prefix))
-        return None
+            merged = merge_robots(body, self.index_url(request.prefix))
+        elif status == 404:
+            merged = default_robots(self.index_url(request.prefix))
+        else:
+            return None
+        control = names.get("cache-control", "")
+        personal = "set-cookie" in names or "vary" in names or "private" in control or "no-store" in control
+        if self.store is not None and not personal:
+            self.store.set(self._robots_key(request), Document(merged, "", 0, len(merged)))
+        return merged
+
+    def _robots_key(self, request: Request) -> str:
+        assert self.store is not None
+        return f"robots|{request.prefix}|{self.store.generation('')}"
 
 
 def _early(route: _http.Route, request: Request) -> Reply | None:

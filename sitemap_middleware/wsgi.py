@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from werkzeug.wsgi import ClosingIterator
 
-from ._http import mount_prefix
+from ._http import TEXT_TYPE, mount_prefix
 from .providers import LoopRunner
 from .service import Reply, Request
 
@@ -70,15 +70,14 @@ class SitemapWSGIMiddleware:
     ) -> Iterable[bytes]:
         if request.method not in ("GET", "HEAD"):
             return self.app(environ, start_response)
-        status, headers, body = _call_app(self.app, {**environ, "REQUEST_METHOD": "GET"})
-        merged = None
-        if not any(name.lower() == "content-encoding" for name, _ in headers):
-            merged = self._service.robots(request, int(status.split(" ", 1)[0]), body)
+        merged = self._service.cached_robots(request)
         if merged is None:
-            start_response(status, headers)
-            return [] if request.method == "HEAD" else [body]
-        out = [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(merged)))]
-        start_response("200 OK", out)
+            status, headers, body = _call_app(self.app, {**environ, "REQUEST_METHOD": "GET"})
+            merged = self._service.robots(request, int(status.split(" ", 1)[0]), headers, body)
+            if merged is None:
+                start_response(status, headers)
+                return [] if request.method == "HEAD" else [body]
+        start_response("200 OK", [("Content-Type", TEXT_TYPE), ("Content-Length", str(len(merged)))])
         return [] if request.method == "HEAD" else [merged]
 
 

@@ -453,3 +453,45 @@ def test_failing_version_callable_gives_503(make_client):
     response = make_client(sitemaps).get(PAGE)
     assert response.status == 503
     assert response.headers["Retry-After"].isdigit()
+
+
+# -- robots.txt --------------------------------------------------------------------------------
+
+
+def counting_robots_apps(extra_headers: list[tuple[str, str]]) -> tuple[list[int], Any, Any]:
+    """A WSGI and an ASGI app whose robots.txt counts how often it is asked for."""
+    calls = [0]
+    body = b"User-agent: *\nDisallow: /cart\n"
+
+    def wsgi_app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        calls[0] += 1
+        start_response("200 OK", [("Content-Type", "text/plain"), *extra_headers])
+        return [body]
+
+    async def asgi_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        calls[0] += 1
+        headers = [(b"content-type", b"text/plain")] + [(k.encode(), v.encode()) for k, v in extra_headers]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    return calls, wsgi_app, asgi_app
+
+
+def test_robots_is_cached_until_invalidated(make_client):
+    calls, wsgi_app, asgi_app = counting_robots_apps([])
+    sitemaps, _ = build()
+    client = make_client(sitemaps, wsgi_app=wsgi_app, asgi_app=asgi_app)
+    bodies = {client.get("/robots.txt").body for _ in range(3)}
+    assert calls[0] == 1
+    assert bodies == {b"User-agent: *\nDisallow: /cart\n\nSitemap: https://shop.example/sitemap-index.xml\n"}
+    sitemaps.invalidate()
+    client.get("/robots.txt")
+    assert calls[0] == 2
+
+
+def test_robots_with_cookies_is_never_cached(make_client):
+    calls, wsgi_app, asgi_app = counting_robots_apps([("Set-Cookie", "session=abc")])
+    client = make_client(build()[0], wsgi_app=wsgi_app, asgi_app=asgi_app)
+    for _ in range(3):
+        assert client.get("/robots.txt").status == 200
+    assert calls[0] == 3
