@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from .entries import Normaliser, Site
 from .errors import EntryError, ProviderError
 from .providers import AsyncRunner, Batches, Section
-from .render import IndexEntry, Limits, PageWriter, render_index
+from .render import MAX_BYTES, IndexEntry, Limits, PageWriter, render_index
+from .stats import logger
 
 __all__ = ["Engine", "PagePlan", "SkipListener"]
 
@@ -36,6 +37,17 @@ class PagePlan:
     starts: tuple[int, ...]
     lastmods: tuple[str | None, ...]  # one per page measured to its end
     complete: bool  # False when planning stopped early, once the wanted page was located
+    window: int | None = None  # raw entries per page, when pages are fixed windows
+
+    @classmethod
+    def uniform(cls, count: int, page_size: int) -> PagePlan:
+        """Fixed windows of ``page_size`` raw entries, from a declared count: no iteration.
+
+        Entries skipped as invalid make their page shorter rather than shifting the
+        pages after it; the index carries no lastmod, since none was measured.
+        """
+        starts = tuple(range(0, count, page_size))
+        return cls(starts, (None,) * len(starts), complete=True, window=page_size)
 
     @property
     def pages(self) -> int:
@@ -43,22 +55,25 @@ class PagePlan:
 
     def to_bytes(self) -> bytes:
         """A compact serialisation, so a plan can live in any `CacheStore`."""
-        return json.dumps([self.starts, self.lastmods, self.complete]).encode()
+        return json.dumps([self.starts, self.lastmods, self.complete, self.window]).encode()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> PagePlan:
-        starts, lastmods, complete = json.loads(data)
-        return cls(tuple(starts), tuple(lastmods), complete)
+        starts, lastmods, complete, window = json.loads(data)
+        return cls(tuple(starts), tuple(lastmods), complete, window)
 
 
 class Engine:
     """Renders pages and indexes for one site; holds no per-request state."""
 
-    def __init__(self, site: Site, *, on_skip: SkipListener, strict: bool = False) -> None:
+    def __init__(
+        self, site: Site, *, on_skip: SkipListener, strict: bool = False, max_bytes: int = MAX_BYTES
+    ) -> None:
         self.site = site
         self.normalise = Normaliser(site)
         self._on_skip = on_skip
         self._strict = strict
+        self._max_bytes = max_bytes
 
     def _writer(self, section: Section, *, quiet: bool = False) -> PageWriter:
         def skip(error: EntryError, raw: object) -> None:
@@ -67,7 +82,9 @@ class Engine:
             if not quiet:
                 self._on_skip(section.name, error, raw)
 
-        return PageWriter(self.normalise, limits=Limits(max_urls=section.page_size), on_skip=skip)
+        return PageWriter(
+            self.normalise, limits=Limits(max_urls=section.page_size, max_bytes=self._max_bytes), on_skip=skip
+        )
 
     def plan(self, section: Section, run_async: AsyncRunner, *, until: int | None = None) -> PagePlan:
         """Measure the section's pages; with ``until``, stop once page ``until`` is located.
@@ -100,13 +117,20 @@ class Engine:
             lastmods.append(writer.lastmod)
         return PagePlan(tuple(starts), tuple(lastmods), complete=True)
 
-    def page(self, section: Section, start: int, run_async: AsyncRunner) -> Iterator[bytes] | None:
+    def page(
+        self, section: Section, start: int, run_async: AsyncRunner, *, window: int | None = None
+    ) -> Iterator[bytes] | None:
         """The page that starts at raw position ``start``, as a stream; ``None`` if it is empty.
 
+        With ``window``, the page is exactly that many raw entries (a counted section).
         The first chunk is produced before returning, so a missing page is known
         before any header is sent, and a provider that fails at once fails here.
         """
-        stream = _write_page(self._writer(section), _pull(section, start, run_async))
+        writer = self._writer(section)
+        batches = _pull(section, start, run_async, window)
+        # In a fixed window the count cannot overflow, so a full writer means bytes did.
+        on_full = None if window is None else lambda: self._overflow(section, start, writer)
+        stream = _write_page(writer, batches, on_full=on_full)
         try:
             first = next(stream, None)
         except BaseException:
@@ -115,6 +139,18 @@ class Engine:
         if first is None:
             return None
         return _prepend(first, stream)
+
+    def _overflow(self, section: Section, start: int, writer: PageWriter) -> None:
+        """A fixed window held more bytes than a file may: its tail cannot be served."""
+        error = EntryError(
+            "page over 50 MiB",
+            f"entries after raw position {start + writer.consumed} do not fit in their page; "
+            f"lower page_size for section {section.name!r}",
+        )
+        if self._strict:
+            raise error
+        logger.error("sitemap section %r: %s", section.name, error)
+        self._on_skip(section.name, error, None)
 
     def index(self, plans: Iterable[tuple[Section, PagePlan]], prefix: str) -> bytes | None:
         """The whole ``<sitemapindex>`` listing every page of every planned section.
@@ -129,9 +165,9 @@ class Engine:
         return render_index(entries) if entries else None
 
 
-def _pull(section: Section, start: int, run_async: AsyncRunner) -> Batches:
+def _pull(section: Section, start: int, run_async: AsyncRunner, limit: int | None = None) -> Batches:
     """The provider's batches, with anything it raises turned into a `ProviderError`."""
-    batches = section.provider.batches(start, run_async)
+    batches = section.provider.batches(start, run_async, limit)
     try:
         while True:
             try:
@@ -147,7 +183,9 @@ def _pull(section: Section, start: int, run_async: AsyncRunner) -> Batches:
         batches.close()
 
 
-def _write_page(writer: PageWriter, batches: Batches) -> Generator[bytes, None, None]:
+def _write_page(
+    writer: PageWriter, batches: Batches, *, on_full: Callable[[], None] | None = None
+) -> Generator[bytes, None, None]:
     """Head, entries and tail; yields nothing at all when no entry is valid."""
     pending = writer.head()
     try:
@@ -157,6 +195,8 @@ def _write_page(writer: PageWriter, batches: Batches) -> Generator[bytes, None, 
                 yield pending + chunk if pending else chunk
                 pending = b""
             if writer.full:
+                if on_full is not None:
+                    on_full()
                 break
     finally:
         batches.close()

@@ -42,7 +42,7 @@ __all__ = ["AsyncRunner", "Batches", "LoopRunner", "Provider", "ProviderFunc", "
 T = TypeVar("T")
 Batches = Generator[list[object], None, None]
 ProviderResult = Iterable[object] | AsyncIterable[object] | Awaitable[Any]
-ProviderFunc = Callable[[], ProviderResult]
+ProviderFunc = Callable[..., ProviderResult]
 
 # Batches start small so the first URL leaves at once even when a provider is slow,
 # then grow so a fast provider pays the per-batch cost rarely.
@@ -75,31 +75,52 @@ class LoopRunner:
 
 @dataclass(frozen=True, slots=True)
 class Provider:
-    """A registered callable and the shape-agnostic way to pull its entries."""
+    """A registered callable and the shape-agnostic way to pull its entries.
+
+    A provider whose callable takes ``offset`` and ``limit`` keyword arguments is
+    *windowed*: it is asked for exactly the rows of one page (``LIMIT``/``OFFSET`` in
+    SQL), instead of being iterated from the start and skipped forward. ``limit`` is
+    ``None`` when every row from ``offset`` on is wanted.
+    """
 
     name: str
     func: ProviderFunc
+    windowed: bool = False
 
-    def batches(self, start: int, run_async: AsyncRunner) -> Batches:
-        """Entries from raw position ``start`` on, in growing batches.
+    @classmethod
+    def wrap(cls, name: str, func: ProviderFunc) -> Provider:
+        try:
+            parameters = inspect.signature(func).parameters
+        except (TypeError, ValueError):  # some builtins and C callables have no signature
+            return cls(name, func)
+        return cls(name, func, windowed="offset" in parameters and "limit" in parameters)
+
+    def batches(self, start: int, run_async: AsyncRunner, limit: int | None = None) -> Batches:
+        """At most ``limit`` entries from raw position ``start`` on, in growing batches.
 
         Closing the returned generator closes the provider's iterator too, so database
         cursors are released when a client goes away mid-page.
         """
-        result = self._call(run_async)
+        if self.windowed:
+            result = self._call(run_async, offset=start, limit=limit)
+            start = 0  # the window already begins at ``start``
+        else:
+            result = self._call(run_async)
         if isinstance(result, (str, bytes, Mapping)):
             raise self._wrong_type(result)
         if isinstance(result, Sequence):
-            return _sequence_batches(result, start)
-        if isinstance(result, Iterable):
-            return _iterator_batches(iter(result), start)
-        if isinstance(result, AsyncIterable):
-            return _async_batches(result.__aiter__(), start, run_async)
-        raise self._wrong_type(result)
+            batches = _sequence_batches(result, start)
+        elif isinstance(result, Iterable):
+            batches = _iterator_batches(iter(result), start)
+        elif isinstance(result, AsyncIterable):
+            batches = _async_batches(result.__aiter__(), start, run_async)
+        else:
+            raise self._wrong_type(result)
+        return batches if limit is None else _capped(batches, limit)
 
-    def _call(self, run_async: AsyncRunner) -> object:
+    def _call(self, run_async: AsyncRunner, **window: int | None) -> object:
         try:
-            result: object = self.func()
+            result: object = self.func(**window)
             if inspect.isawaitable(result):
                 result = run_async(_await, result)
         except Exception as exc:
@@ -155,6 +176,19 @@ def _async_batches(iterator: AsyncIterator[object], start: int, run_async: Async
                 run_async(aclose)
 
 
+def _capped(batches: Batches, limit: int) -> Batches:
+    """Stop after ``limit`` entries: a page of a counted section ends where its window does."""
+    try:
+        for batch in batches:
+            if len(batch) >= limit:
+                yield batch[:limit]
+                return
+            limit -= len(batch)
+            yield batch
+    finally:
+        batches.close()
+
+
 async def _take(iterator: AsyncIterator[object], size: int) -> list[object]:
     batch: list[object] = []
     with suppress(StopAsyncIteration):
@@ -174,15 +208,23 @@ class Section:
 
     ``version`` is a cheap callable (sync or async) returning a value that changes
     whenever the section's URLs do: a `datetime` of the last change (one
-    ``SELECT MAX(updated_at)``), a counter or a hash.
+    ``SELECT MAX(updated_at)``), a counter or a hash. ``count`` is a cheap callable
+    returning how many entries the provider yields (``SELECT COUNT(*)``): with it,
+    pages are fixed windows of ``page_size`` entries and the index never iterates.
     """
 
-    __slots__ = ("name", "page_size", "provider", "version")
+    __slots__ = ("count", "name", "page_size", "provider", "version")
 
     def __init__(
-        self, name: str, provider: Provider, page_size: int, version: Callable[[], object] | None = None
+        self,
+        name: str,
+        provider: Provider,
+        page_size: int,
+        version: Callable[[], object] | None = None,
+        count: Callable[[], object] | None = None,
     ) -> None:
         self.name = name
         self.provider = provider
         self.page_size = page_size
         self.version = version
+        self.count = count

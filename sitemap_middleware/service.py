@@ -292,13 +292,12 @@ class Service:
         return Reply(200, headers, body)
 
     def _page_stream(self, section: Section, number: int, run_async: AsyncRunner) -> Iterator[bytes] | None:
-        start = 0
-        if number > 1:
-            plan = self._plan(section, run_async, until=number)
-            if plan.pages < number:
-                return None
-            start = plan.starts[number - 1]
-        return self.engine.page(section, start, run_async)
+        if number == 1 and section.count is None:
+            return self.engine.page(section, 0, run_async)  # page 1 starts at 0: no plan needed
+        plan = self._plan(section, run_async, until=number)
+        if plan.pages < number:
+            return None
+        return self.engine.page(section, plan.starts[number - 1], run_async, window=plan.window)
 
     def _recording(
         self, resource: _Resource, chunks: Iterator[bytes], *, gzip_out: bool, release: Callable[[], None]
@@ -358,7 +357,12 @@ class Service:
     # -- plans, keys and versions ------------------------------------------------------------
 
     def _plan(self, section: Section, run_async: AsyncRunner, *, until: int | None = None) -> PagePlan:
-        """The section's page plan: cached whole when there is a cache, else measured up to ``until``."""
+        """The section's page plan: cached whole when there is a cache, else measured up to ``until``.
+
+        A section with a declared count needs no measuring at all: its pages are windows.
+        """
+        if section.count is not None:
+            return PagePlan.uniform(self._count(section, run_async), section.page_size)
         if self.store is None:
             return self.engine.plan(section, run_async, until=until)
         version = self._version(section, run_async)
@@ -379,13 +383,14 @@ class Service:
     def _version(self, section: Section, run_async: AsyncRunner) -> _Version | None:
         if section.version is None:
             return None
-        try:
-            value = section.version()
-            if inspect.isawaitable(value):
-                value = run_async(_await, value)
-        except Exception as exc:
-            raise ProviderError(f"version of section {section.name!r} raised {exc!r}") from exc
-        return _Version.of(value)
+        return _Version.of(_call_declared(section, "version", section.version, run_async))
+
+    def _count(self, section: Section, run_async: AsyncRunner) -> int:
+        assert section.count is not None
+        count = _call_declared(section, "count", section.count, run_async)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ProviderError(f"count of section {section.name!r} returned {count!r}, not an int >= 0")
+        return count
 
     def _resource(self, route: _http.Route, request: Request, run_async: AsyncRunner) -> _Resource:
         store = self.store
@@ -453,6 +458,17 @@ class Service:
     def _robots_key(self, request: Request) -> str:
         assert self.store is not None
         return f"robots|{request.prefix}|{self.store.generation('')}"
+
+
+def _call_declared(section: Section, what: str, func: Callable[[], object], run_async: AsyncRunner) -> object:
+    """Call a section's ``version`` or ``count`` callable (sync or async)."""
+    try:
+        value = func()
+        if inspect.isawaitable(value):
+            value = run_async(_await, value)
+    except Exception as exc:
+        raise ProviderError(f"{what} of section {section.name!r} raised {exc!r}") from exc
+    return value
 
 
 def _early(route: _http.Route, request: Request) -> Reply | None:

@@ -23,7 +23,7 @@ from .engine import Engine
 from .entries import Site
 from .errors import ConfigurationError
 from .providers import Provider, ProviderFunc, Section
-from .render import MAX_URLS
+from .render import MAX_BYTES, MAX_URLS
 from .service import HeaderPolicy, Service
 from .stats import Stats
 
@@ -35,6 +35,7 @@ __all__ = ["Sitemaps"]
 
 F = TypeVar("F", bound=ProviderFunc)
 VersionFunc = Callable[[], object]
+CountFunc = Callable[[], object]
 # Crawlers re-read sitemaps rarely; CDNs may keep one 10 minutes and serve it stale while
 # refreshing for an hour more (RFC 5861).
 DEFAULT_CACHE_CONTROL = "public, max-age=600, stale-while-revalidate=3600"
@@ -53,6 +54,7 @@ class Sitemaps:
       locs are joined to it and every URL we emit starts with it. Never taken from the
       request's Host header.
     - ``page_size``: URLs per file for sections that do not set their own (at most 50,000).
+    - ``max_page_bytes``: uncompressed bytes per file (at most 50 MiB, the default).
     - ``strict``: raise `EntryError` on the first bad entry instead of skipping and
       logging it; for tests and CI.
     - ``cache``: where rendered documents are kept: ``True`` for an in-process
@@ -69,6 +71,7 @@ class Sitemaps:
         *,
         base_url: str,
         page_size: int = MAX_URLS,
+        max_page_bytes: int = MAX_BYTES,
         strict: bool = False,
         cache: CacheStore | bool | None = True,
         cache_control: str | None = DEFAULT_CACHE_CONTROL,
@@ -77,6 +80,12 @@ class Sitemaps:
     ) -> None:
         self.site = Site.parse(base_url)
         self.page_size = _check_page_size(page_size)
+        if isinstance(max_page_bytes, bool) or not isinstance(max_page_bytes, int):
+            raise ConfigurationError(f"max_page_bytes must be an int, not {max_page_bytes!r}")
+        if not 1024 <= max_page_bytes <= MAX_BYTES:
+            raise ConfigurationError(
+                f"max_page_bytes must be from 1,024 to {MAX_BYTES:,}, not {max_page_bytes:,}"
+            )
         self.strict = strict
         self.stats = Stats()
         self._sections: dict[str, Section] = {}
@@ -86,7 +95,7 @@ class Sitemaps:
             cache = None
         self.cache: CacheStore | None = cache
         self.service = Service(
-            engine=Engine(self.site, on_skip=self.stats.skip, strict=strict),
+            engine=Engine(self.site, on_skip=self.stats.skip, strict=strict, max_bytes=max_page_bytes),
             sections=self._sections,
             stats=self.stats,
             store=cache,
@@ -100,7 +109,12 @@ class Sitemaps:
         return tuple(self._sections)
 
     def provider(
-        self, name: str, *, page_size: int | None = None, version: VersionFunc | None = None
+        self,
+        name: str,
+        *,
+        page_size: int | None = None,
+        version: VersionFunc | None = None,
+        count: CountFunc | None = None,
     ) -> Callable[[F], F]:
         """Register the decorated callable as the provider of section ``name``.
 
@@ -111,10 +125,14 @@ class Sitemaps:
           whenever the section does, e.g. ``SELECT MAX(updated_at)``. With it, a
           changed section is re-rendered at once, and conditional requests are
           answered without iterating a single URL.
+        - ``count``: an optional cheap callable (sync or async) returning how many
+          entries the provider yields (``SELECT COUNT(*)``). Pages become fixed windows
+          of ``page_size`` entries, so the index is answered without iterating, and a
+          provider taking ``offset`` and ``limit`` is asked for one page's rows only.
         """
 
         def register(func: F) -> F:
-            self.add_provider(name, func, page_size=page_size, version=version)
+            self.add_provider(name, func, page_size=page_size, version=version, count=count)
             return func
 
         return register
@@ -126,6 +144,7 @@ class Sitemaps:
         *,
         page_size: int | None = None,
         version: VersionFunc | None = None,
+        count: CountFunc | None = None,
     ) -> None:
         """Register ``func`` as the provider of section ``name`` (the non-decorator form)."""
         if not isinstance(name, str) or _SECTION_NAME.fullmatch(name) is None:
@@ -134,10 +153,13 @@ class Sitemaps:
             raise ConfigurationError(f"section {name!r} is already registered")
         if not callable(func):
             raise ConfigurationError(f"provider for {name!r} must be callable, not {type(func).__name__}")
-        if version is not None and not callable(version):
-            raise ConfigurationError(f"version for {name!r} must be callable, not {type(version).__name__}")
+        for what, declared in (("version", version), ("count", count)):
+            if declared is not None and not callable(declared):
+                raise ConfigurationError(
+                    f"{what} for {name!r} must be callable, not {type(declared).__name__}"
+                )
         size = self.page_size if page_size is None else _check_page_size(page_size)
-        self._sections[name] = Section(name, Provider(name, func), size, version)
+        self._sections[name] = Section(name, Provider.wrap(name, func), size, version, count)
 
     def invalidate(self, section: str | None = None) -> None:
         """Drop ``section`` (or, with no argument, everything) from the cache.
