@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 
 from ._http import TEXT_TYPE, mount_prefix
@@ -74,7 +75,7 @@ class SitemapASGIMiddleware:
             reply = self._service.fast_reply(route, request)
         if not isinstance(reply, Reply):
             reply = await anyio.to_thread.run_sync(self._service.reply, route, request, anyio.from_thread.run)
-        await _send_reply(reply, send, head=request.method == "HEAD")
+        await _send_reply(reply, send, receive, head=request.method == "HEAD")
 
     async def _robots(self, scope: Scope, receive: Receive, send: Send, request: Request) -> None:
         if request.method not in ("GET", "HEAD"):
@@ -131,7 +132,7 @@ def _route_path(scope: Scope) -> str:
     return path
 
 
-async def _send_reply(reply: Reply, send: Send, *, head: bool) -> None:
+async def _send_reply(reply: Reply, send: Send, receive: Receive, *, head: bool) -> None:
     headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in reply.headers]
     body = reply.body
     try:
@@ -141,17 +142,38 @@ async def _send_reply(reply: Reply, send: Send, *, head: bool) -> None:
         elif isinstance(body, bytes):
             await send({"type": "http.response.body", "body": body})
         else:
-            await _stream(body, send)
+            await _stream(body, send, receive)
     finally:
         if not isinstance(body, bytes):
-            await anyio.to_thread.run_sync(reply.close)
+            # Closing the stream closes the provider's iterator (cursors, connections),
+            # even when this task is being cancelled.
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(reply.close)
 
 
-async def _stream(chunks: Iterator[bytes], send: Send) -> None:
+async def _stream(chunks: Iterator[bytes], send: Send, receive: Receive) -> None:
+    """Send ``chunks`` as they are produced; stop as soon as the client goes away.
+
+    Servers may drop messages sent after a disconnect without an error (uvicorn
+    does), so we watch ``receive`` for ``http.disconnect``: otherwise a page would be
+    rendered to nobody, and then cached as if it had been delivered.
+    """
     done = object()
-    while True:
-        chunk = await anyio.to_thread.run_sync(next, chunks, done)
-        if chunk is done:
-            break
-        await send({"type": "http.response.body", "body": chunk, "more_body": True})
-    await send({"type": "http.response.body", "body": b""})
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(_cancel_on_disconnect, receive, group.cancel_scope)
+            while (chunk := await anyio.to_thread.run_sync(next, chunks, done)) is not done:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+            group.cancel_scope.cancel()
+    except BaseExceptionGroup as errors:
+        if len(errors.exceptions) == 1:
+            error = errors.exceptions[0]  # the provider's error, not anyio's wrapper
+            raise error from error.__cause__
+        raise
+
+
+async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        await anyio.lowlevel.checkpoint()  # never spin on a server that answers at once
+    scope.cancel()

@@ -1,0 +1,140 @@
+"""A client that goes away mid-page: the provider is closed and nothing half-done is cached."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+from sitemap_middleware import Sitemaps
+
+from .conftest import plain_asgi_app, plain_wsgi_app
+
+BASE = "https://shop.example"
+PAGE = "/sitemap-products-1.xml"
+
+
+class RecordingCatalogue:
+    """A generator provider that records how far it got and whether it was closed."""
+
+    def __init__(self, rows: int = 20_000) -> None:
+        self.rows = rows
+        self.calls = 0
+        self.yielded = 0
+        self.closed = False
+
+    def __call__(self) -> Iterator[str]:
+        self.calls += 1
+        try:
+            for n in range(self.rows):
+                self.yielded += 1
+                yield f"/p/{n}"
+        except GeneratorExit:
+            self.closed = True
+            raise
+
+
+def build(rows: int = 20_000) -> tuple[Sitemaps, RecordingCatalogue]:
+    catalogue = RecordingCatalogue(rows)
+    sitemaps = Sitemaps(base_url=BASE)
+    sitemaps.add_provider("products", catalogue)
+    return sitemaps, catalogue
+
+
+def http_scope(path: str) -> dict[str, Any]:
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "https",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"shop.example"), (b"accept-encoding", b"identity")],
+        "server": ("127.0.0.1", 443),
+        "client": ("127.0.0.1", 50000),
+    }
+
+
+async def fetch_then_disconnect(app: Any, path: str) -> list[dict[str, Any]]:
+    """Receive the headers and first body chunk, then disconnect (as a crawler timing out)."""
+    sent: list[dict[str, Any]] = []
+    first_body = asyncio.Event()
+    requested = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal requested
+        if not requested:
+            requested = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await first_body.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+        if message["type"] == "http.response.body":
+            first_body.set()
+
+    await asyncio.wait_for(app(http_scope(path), receive, send), timeout=30)
+    return sent
+
+
+async def fetch_whole(app: Any, path: str) -> tuple[list[tuple[bytes, bytes]], bytes]:
+    messages: list[dict[str, Any]] = []
+    requested = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal requested
+        if not requested:
+            requested = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await asyncio.Event().wait()  # a connected client: nothing more until it leaves
+        raise AssertionError("unreachable")
+
+    async def send(message: dict[str, Any]) -> None:
+        messages.append(message)
+
+    await app(http_scope(path), receive, send)
+    headers = messages[0]["headers"]
+    return headers, b"".join(m.get("body", b"") for m in messages[1:])
+
+
+def test_asgi_disconnect_closes_the_provider_and_caches_nothing():
+    sitemaps, catalogue = build()
+    app = sitemaps.asgi(plain_asgi_app)
+    sent = asyncio.run(fetch_then_disconnect(app, PAGE))
+    assert sent[0]["status"] == 200
+    assert catalogue.closed
+    assert catalogue.yielded < catalogue.rows
+    bodies = sent[1:]
+    assert all(m.get("more_body") for m in bodies)  # the response was never completed
+    assert not b"".join(m["body"] for m in bodies).endswith(b"</urlset>\n")
+    headers, body = asyncio.run(fetch_whole(app, PAGE))
+    assert b"etag" not in dict(headers)  # rendered again, not served from a cached fragment
+    assert body.endswith(b"</urlset>\n")
+    assert catalogue.calls == 2
+
+
+def test_wsgi_close_mid_page_closes_the_provider_and_caches_nothing():
+    sitemaps, catalogue = build()
+    app = sitemaps.wsgi(plain_wsgi_app)
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "PATH_INFO": PAGE,
+        "SCRIPT_NAME": "",
+        "SERVER_NAME": "shop.example",
+        "SERVER_PORT": "443",
+        "wsgi.url_scheme": "https",
+    }
+    body = app(environ, lambda status, headers, exc_info=None: None)
+    next(iter(body))
+    body.close()  # what a WSGI server does when the client disconnects
+    assert catalogue.closed
+    assert catalogue.yielded < catalogue.rows
+    captured: list[Any] = []
+    whole = b"".join(app(environ, lambda status, headers, exc_info=None: captured.append(headers)))
+    assert "ETag" not in dict(captured[0])
+    assert whole.endswith(b"</urlset>\n")
+    assert catalogue.calls == 2
