@@ -130,7 +130,9 @@ class Service:
         # (etag, first-produced time) per resource: Last-Modified survives a re-render
         # that produced the same bytes (TTL expiry, another section's invalidation).
         self._first_seen: LRUCache[str, tuple[str, int]] = LRUCache(maxsize=100_000)
-        self._first_seen_lock = threading.Lock()
+        # The newest index rendered per mount prefix, served when a provider fails.
+        self._last_good_index: LRUCache[str, Document] = LRUCache(maxsize=64)
+        self._memory_lock = threading.Lock()
 
     def match(self, path: str) -> _http.Route | None:
         return _http.match_route(path, self.sections)
@@ -169,6 +171,15 @@ class Service:
         except ProviderError as error:
             self.stats.count(route.section, "provider_errors")
             logger.error("sitemap %s: %s", request.path, error, exc_info=error.__cause__ or error)
+            if route.kind == "index":
+                # RFC 5861 stale-if-error: the last good index, never one that silently
+                # drops the failing section (crawlers would read its URLs as gone).
+                with self._memory_lock:
+                    stale = self._last_good_index.get(request.prefix)
+                if stale is not None:
+                    self.stats.count(route.section, "stale_served")
+                    resource = _Resource("index", "", "", f"index|{request.prefix}", None)
+                    return self._from_document(stale, resource, route, request, hit=False)
             # Not a 500, and never an empty document: crawlers would read "all URLs gone".
             return _plain(
                 503, b"Sitemap temporarily unavailable\n", [("Retry-After", str(RETRY_AFTER_SECONDS))]
@@ -270,6 +281,8 @@ class Service:
             document = self._document(resource, gzip_bytes(xml), hashlib.sha256(xml), len(xml))
             if lead and self.store is not None:
                 self.store.set(resource.key, document)
+            with self._memory_lock:
+                self._last_good_index[request.prefix] = document
             release()
             return self._from_document(document, resource, route, request, hit=False)
         stream = self._page_stream(self.sections[resource.section], route.number, run_async)
@@ -338,7 +351,7 @@ class Service:
 
     def _first_produced(self, stable: str, etag: str) -> int:
         now = int(self._clock())
-        with self._first_seen_lock:
+        with self._memory_lock:
             seen = self._first_seen.get(stable)
             if seen is not None and seen[0] == etag:
                 return seen[1]
@@ -349,7 +362,7 @@ class Service:
         """Version-derived validators, known before rendering (declared versions only)."""
         assert resource.version is not None
         etag = _version_etag(resource)
-        with self._first_seen_lock:
+        with self._memory_lock:
             seen = self._first_seen.get(resource.stable)
         last_modified = resource.version.time or (seen[1] if seen and seen[0] == etag else None)
         return _representation(Validators(f'"{etag}"', last_modified), route, request)
