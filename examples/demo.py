@@ -20,8 +20,9 @@ from sitemap_middleware import Sitemaps, Url
 
 PRODUCTS = 120_003
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+PORT = int(sys.argv[1]) if len(sys.argv) > 1 else 8000
 
-sitemaps = Sitemaps(base_url="http://127.0.0.1:8000")
+sitemaps = Sitemaps(base_url=f"http://127.0.0.1:{PORT}")
 
 
 @sitemaps.provider("pages")
@@ -53,5 +54,4 @@ async def robots(request):
 app = sitemaps.asgi(Starlette(routes=[Route("/", home), Route("/robots.txt", robots)]))
 
 if __name__ == "__main__":
-    port = int(sys.argv[1]) if len(sys.argv) > 1 else 8000
-    uvicorn.run(app, host="127.0.0.1", port=port)
+    uvicorn.run(app, host="127.0.0.1", port=PORT)
