@@ -20,7 +20,7 @@ from sitemap_middleware import Sitemaps, Url
 
 PRODUCTS = 120_003
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
-PORT = int(sys.argv[1]) if len(sys.argv) > 1 else 8000
+PORT = int(sys.argv[1]) if __name__ == "__main__" and len(sys.argv) > 1 else 8000
 
 sitemaps = Sitemaps(base_url=f"http://127.0.0.1:{PORT}")
 
