@@ -64,10 +64,14 @@ def match_route(path: str, sections: Container[str]) -> Route | None:
 
 
 def accepts_gzip(accept_encoding: str | None) -> bool:
-    """RFC 9110 §12.5.3: gzip unless refused with q=0 (``*`` counts for it)."""
+    """RFC 9110 §12.5.3: gzip unless refused with q=0 (``*`` counts; ``x-gzip`` is gzip, §8.4.1.3)."""
     if not accept_encoding:
         return False
-    return parse_accept_header(accept_encoding).quality("gzip") > 0
+    qualities = {value.lower(): quality for value, quality in parse_accept_header(accept_encoding)}
+    for coding in ("gzip", "x-gzip", "*"):
+        if coding in qualities:
+            return qualities[coding] > 0
+    return False
 
 
 def page_filename(section: str, number: int) -> str:

@@ -126,7 +126,7 @@ async def _wait(event: threading.Event) -> None:
 def _route_path(scope: Scope) -> str:
     """The path below the mount point; servers differ on whether ``path`` includes it."""
     path: str = scope["path"]
-    root: str = scope.get("root_path", "")
+    root: str = scope.get("root_path", "").rstrip("/")
     if root and (path == root or path.startswith(root + "/")):
         return path[len(root) :] or "/"
     return path

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from .entries import Normaliser, Site
 from .errors import EntryError, ProviderError
 from .providers import AsyncRunner, Batches, Section
-from .render import MAX_BYTES, IndexEntry, Limits, PageWriter, render_index
+from .render import MAX_BYTES, MAX_SITEMAPS, IndexEntry, Limits, PageWriter, render_index
 from .stats import logger
 
 __all__ = ["Engine", "PagePlan", "SkipListener"]
@@ -162,6 +162,13 @@ class Engine:
         for section, plan in plans:
             for number, lastmod in enumerate(plan.lastmods, start=1):
                 entries.append(IndexEntry(f"{root}/sitemap-{section.name}-{number}.xml", lastmod))
+        if len(entries) > MAX_SITEMAPS:
+            # Google: at most 50,000 sitemaps per index, and indexes do not nest. Listing
+            # fewer would silently hide URLs, so this is a configuration error to fix.
+            raise ProviderError(
+                f"the index would list {len(entries):,} sitemaps, over the limit of {MAX_SITEMAPS:,}: "
+                "raise page_size"
+            )
         return render_index(entries) if entries else None
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 from wsgiref.validate import validator
 
+import httpx2
 import pytest
 from starlette.testclient import TestClient
 from werkzeug.datastructures import Headers
@@ -43,26 +45,44 @@ async def plain_asgi_app(scope: dict[str, Any], receive: Any, send: Any) -> None
 
 
 class SitemapClient:
-    """Requests through one adapter; ``kind`` is ``"wsgi"`` or ``"asgi"``."""
+    """Requests through one adapter; ``kind`` is ``"wsgi"`` or ``"asgi"``.
 
-    def __init__(self, kind: str, sitemaps: Sitemaps, wsgi_app: Any = None, asgi_app: Any = None) -> None:
+    ``mount`` mounts the app below a prefix: ``SCRIPT_NAME`` under WSGI, ``root_path``
+    under ASGI (whose ``path`` then includes it, as the ASGI spec says). Request paths
+    are given below the mount and reach the adapter exactly as written, ``//x`` and
+    ``/a/..`` included.
+    """
+
+    def __init__(
+        self, kind: str, sitemaps: Sitemaps, wsgi_app: Any = None, asgi_app: Any = None, mount: str = ""
+    ) -> None:
         self.kind = kind
+        self.mount = mount
         if kind == "wsgi":
             self._wsgi = WerkzeugClient(validator(sitemaps.wsgi(wsgi_app or plain_wsgi_app)))
         else:
-            self._asgi = TestClient(sitemaps.asgi(asgi_app or plain_asgi_app), base_url="http://testserver")
+            self._asgi = TestClient(
+                sitemaps.asgi(asgi_app or plain_asgi_app), base_url="http://testserver", root_path=mount
+            )
 
     def request(self, method: str, path: str, headers: dict[str, str] | None = None) -> Response:
         headers = dict(headers or {})
         if self.kind == "wsgi":
-            r = self._wsgi.open(path, method=method, headers=headers)
+            # PEP 3333: environ strings carry the UTF-8 bytes of the path, decoded as latin-1.
+            environ = {"SCRIPT_NAME": self.mount.encode().decode("latin-1")} if self.mount else {}
+            if path.startswith("//"):  # werkzeug would read "//x" as a host name
+                target, _, query = path.partition("?")
+                environ["PATH_INFO"] = target
+                path = f"/?{query}" if query else "/"
+            r = self._wsgi.open(path, method=method, headers=headers, environ_overrides=environ)
             try:
                 return Response(r.status_code, r.headers, r.get_data())
             finally:
                 r.close()
         if not any(name.lower() == "accept-encoding" for name in headers):
             headers["accept-encoding"] = "identity"  # httpx would add gzip otherwise
-        with self._asgi.stream(method, path, headers=headers) as a:
+        url = httpx2.URL("http://testserver", raw_path=_raw_target(self.mount + path))
+        with self._asgi.stream(method, url, headers=headers) as a:
             raw = b"".join(a.iter_raw())  # undecoded, as the wire carried it
             return Response(a.status_code, Headers(list(a.headers.multi_items())), raw)
 
@@ -74,13 +94,20 @@ class SitemapClient:
             self._asgi.close()
 
 
+def _raw_target(path: str) -> bytes:
+    """``path`` for httpx2, which would resolve dot segments; the app still sees them, unquoted."""
+    target, sep, query = path.partition("?")
+    segments = ["%2E" * len(segment) if segment in {".", ".."} else segment for segment in target.split("/")]
+    return quote("/".join(segments) + sep + query, safe="/?=&%:@!$'()*+,;~").encode("ascii")
+
+
 @pytest.fixture(params=["wsgi", "asgi"])
 def make_client(request: pytest.FixtureRequest) -> Iterator[Callable[..., SitemapClient]]:
     """Build a client for a `Sitemaps` on the adapter this test instance runs on."""
     made: list[SitemapClient] = []
 
-    def make(sitemaps: Sitemaps, **apps: Any) -> SitemapClient:
-        client = SitemapClient(request.param, sitemaps, **apps)
+    def make(sitemaps: Sitemaps, **options: Any) -> SitemapClient:
+        client = SitemapClient(request.param, sitemaps, **options)
         made.append(client)
         return client
 

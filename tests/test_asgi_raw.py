@@ -1,0 +1,213 @@
+"""The ASGI adapter under hand-built scopes and a recording ``send``: pass-through, root_path, streaming."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import pytest
+
+from sitemap_middleware import Sitemaps
+
+from .xsd import locs, validate
+
+BASE = "https://shop.example"
+Message = dict[str, Any]
+
+
+def shop() -> Sitemaps:
+    sitemaps = Sitemaps(base_url=BASE)
+    sitemaps.provider("pages")(lambda: ["/", "/about"])
+    return sitemaps
+
+
+class RecordingApp:
+    """The wrapped app: records exactly what it was called with, answers nothing."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, Any, Any]] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        self.calls.append((scope, receive, send))
+
+
+class Recorder:
+    """A ``send`` that keeps every message."""
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+
+    async def __call__(self, message: Message) -> None:
+        self.messages.append(message)
+
+    @property
+    def status(self) -> int:
+        [start] = [m for m in self.messages if m["type"] == "http.response.start"]
+        return int(start["status"])
+
+    @property
+    def body(self) -> bytes:
+        return b"".join(m.get("body", b"") for m in self.messages if m["type"] == "http.response.body")
+
+
+class Receive:
+    """A server's ``receive``: the (empty) request body, then nothing until the client leaves."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    async def __call__(self) -> Message:
+        if not self.requested:
+            self.requested = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await anyio.sleep_forever()  # the client stays until the response is complete
+        raise AssertionError("unreachable")
+
+
+def http_scope(path: str, root_path: str = "", method: str = "GET") -> dict[str, Any]:
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "https",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": root_path,
+        "query_string": b"",
+        "headers": [(b"host", b"shop.example")],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 443),
+    }
+
+
+def run(app: Any, scope: dict[str, Any], send: Any, receive: Any = None) -> None:
+    anyio.run(app, scope, receive or Receive(), send)
+
+
+# -- pass-through ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "scope",
+    [
+        pytest.param({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, id="lifespan"),
+        pytest.param(
+            {**http_scope("/sitemap-index.xml"), "type": "websocket", "subprotocols": []},
+            id="websocket-on-our-path",
+        ),
+    ],
+)
+def test_non_http_scope_reaches_the_app_untouched(scope: dict[str, Any]) -> None:
+    app = RecordingApp()
+    send, receive = Recorder(), Receive()
+    run(shop().asgi(app), scope, send, receive)
+    [(seen_scope, seen_receive, seen_send)] = app.calls
+    assert seen_scope is scope
+    assert seen_receive is receive
+    assert seen_send is send
+    assert send.messages == []
+
+
+@pytest.mark.parametrize(
+    ("path", "root_path"),
+    [
+        pytest.param("/other", "", id="other-path"),
+        pytest.param("/sitemap-foo-1.xml", "", id="unregistered-section"),
+        pytest.param("/shop/sitemap-foo-1.xml", "/shop", id="unregistered-section-below-root-path"),
+        pytest.param("/shopping/sitemap-index.xml", "/shop", id="path-only-sharing-the-root-paths-prefix"),
+    ],
+)
+def test_http_path_we_do_not_own_reaches_the_app_with_the_same_scope_and_send(
+    path: str, root_path: str
+) -> None:
+    app = RecordingApp()
+    send, receive = Recorder(), Receive()
+    scope = http_scope(path, root_path)
+    snapshot = dict(scope)
+    run(shop().asgi(app), scope, send, receive)
+    [(seen_scope, seen_receive, seen_send)] = app.calls
+    assert seen_scope is scope
+    assert seen_scope == snapshot
+    assert seen_receive is receive
+    assert seen_send is send
+
+
+def test_http_path_we_own_never_reaches_the_app() -> None:
+    app = RecordingApp()
+    send = Recorder()
+    run(shop().asgi(app), http_scope("/sitemap-pages-1.xml"), send)
+    assert app.calls == []
+    assert send.status == 200
+    assert locs(validate(send.body)) == [f"{BASE}/", f"{BASE}/about"]
+
+
+# -- root_path -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param("/shop/sitemap-index.xml", id="path-includes-root-path"),
+        pytest.param("/sitemap-index.xml", id="path-excludes-root-path"),
+    ],
+)
+def test_index_below_root_path_lists_pages_under_it(path: str) -> None:
+    send = Recorder()
+    run(shop().asgi(RecordingApp()), http_scope(path, root_path="/shop"), send)
+    assert send.status == 200
+    assert locs(validate(send.body)) == [f"{BASE}/shop/sitemap-pages-1.xml"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param("/shop/sitemap-pages-1.xml", id="path-includes-root-path"),
+        pytest.param("/sitemap-pages-1.xml", id="path-excludes-root-path"),
+    ],
+)
+def test_page_below_root_path_is_served(path: str) -> None:
+    send = Recorder()
+    run(shop().asgi(RecordingApp()), http_scope(path, root_path="/shop"), send)
+    assert send.status == 200
+    assert locs(validate(send.body)) == [f"{BASE}/", f"{BASE}/about"]
+
+
+def test_root_path_with_a_trailing_slash_still_routes_below_it() -> None:
+    send = Recorder()
+    run(shop().asgi(RecordingApp()), http_scope("/shop/sitemap-index.xml", root_path="/shop/"), send)
+    assert send.status == 200
+    assert locs(validate(send.body)) == [f"{BASE}/shop/sitemap-pages-1.xml"]
+
+
+# -- streaming -------------------------------------------------------------------------------------
+
+
+def test_page_streams_its_first_bytes_before_the_provider_finishes() -> None:
+    first_body_sent = threading.Event()
+    provider_saw_first_body: list[bool] = []
+
+    def slow() -> Iterator[str]:
+        yield "/p/0"
+        # Resumed only after the first chunk went out when the page streams; a buffered
+        # page would hold the chunk back until the provider is done, and this times out.
+        provider_saw_first_body.append(first_body_sent.wait(timeout=10))
+        yield from (f"/p/{n}" for n in range(1, 2000))
+
+    class Send(Recorder):
+        async def __call__(self, message: Message) -> None:
+            await super().__call__(message)
+            if message["type"] == "http.response.body" and message.get("body"):
+                first_body_sent.set()
+
+    sitemaps = Sitemaps(base_url=BASE)
+    sitemaps.provider("products")(slow)
+    send = Send()
+    run(sitemaps.asgi(RecordingApp()), http_scope("/sitemap-products-1.xml"), send)
+    assert provider_saw_first_body == [True]
+    bodies = [m for m in send.messages if m["type"] == "http.response.body"]
+    assert len(bodies) > 2
+    assert bodies[0]["body"].startswith(b"<?xml")
+    assert len(locs(validate(send.body))) == 2000
