@@ -104,6 +104,7 @@ class PageWriter:
     def feed(self, batch: Sequence[object]) -> bytes:
         """Render as much of ``batch`` as fits; returns the UTF-8 bytes written."""
         normalise = self._normalise
+        render = render_url
         max_urls = self.limits.max_urls
         parts: list[str] = []
         size = 0
@@ -121,7 +122,7 @@ class PageWriter:
                 taken += 1
                 self._on_skip(error, raw)
                 continue
-            text = render_url(entry)
+            text = render(entry)
             # Text is ASCII unless a future extension adds Unicode; measure bytes then.
             length = len(text) if text.isascii() else len(text.encode())
             if size + length > budget:
@@ -136,9 +137,10 @@ class PageWriter:
             size += length
             count += 1
             parts.append(text)
-            if entry.lastmod is not None and (lastmod is None or entry.lastmod > lastmod):
+            entry_lastmod = entry[1]
+            if entry_lastmod is not None and (lastmod is None or entry_lastmod > lastmod):
                 # UTC-normalised W3C strings order like the instants they name.
-                lastmod = entry.lastmod
+                lastmod = entry_lastmod
         self._budget = budget - size
         self.count = count
         self.consumed += taken
