@@ -70,12 +70,20 @@ class Engine:
         self, site: Site, *, on_skip: SkipListener, strict: bool = False, max_bytes: int = MAX_BYTES
     ) -> None:
         self.site = site
-        self.normalise = Normaliser(site)
+        self._normalisers: dict[str, Normaliser] = {}
         self._on_skip = on_skip
         self._strict = strict
         self._max_bytes = max_bytes
 
-    def _writer(self, section: Section, *, quiet: bool = False) -> PageWriter:
+    def _normaliser(self, prefix: str) -> Normaliser:
+        normaliser = self._normalisers.get(prefix)
+        if normaliser is None:
+            normaliser = Normaliser(self.site, prefix)
+            if len(self._normalisers) < 64:  # mount points are few; never grow without bound
+                self._normalisers[prefix] = normaliser
+        return normaliser
+
+    def _writer(self, section: Section, prefix: str, *, quiet: bool = False) -> PageWriter:
         def skip(error: EntryError, raw: object) -> None:
             if self._strict:
                 raise error
@@ -83,10 +91,14 @@ class Engine:
                 self._on_skip(section.name, error, raw)
 
         return PageWriter(
-            self.normalise, limits=Limits(max_urls=section.page_size, max_bytes=self._max_bytes), on_skip=skip
+            self._normaliser(prefix),
+            limits=Limits(max_urls=section.page_size, max_bytes=self._max_bytes),
+            on_skip=skip,
         )
 
-    def plan(self, section: Section, run_async: AsyncRunner, *, until: int | None = None) -> PagePlan:
+    def plan(
+        self, section: Section, run_async: AsyncRunner, *, prefix: str = "", until: int | None = None
+    ) -> PagePlan:
         """Measure the section's pages; with ``until``, stop once page ``until`` is located.
 
         Skips are not reported here (the page render reports them), so planning and
@@ -94,7 +106,7 @@ class Engine:
         """
         starts: list[int] = []
         lastmods: list[str | None] = []
-        writer = self._writer(section, quiet=True)
+        writer = self._writer(section, prefix, quiet=True)
         position = 0
         for batch in _pull(section, 0, run_async):
             while batch:
@@ -110,7 +122,7 @@ class Engine:
                     break
                 lastmods.append(writer.lastmod)
                 batch = batch[taken:]
-                writer = self._writer(section, quiet=True)
+                writer = self._writer(section, prefix, quiet=True)
         if writer.count == 0 and starts and len(starts) > len(lastmods):
             starts.pop()  # the last page held only skipped entries
         elif len(starts) > len(lastmods):
@@ -118,7 +130,13 @@ class Engine:
         return PagePlan(tuple(starts), tuple(lastmods), complete=True)
 
     def page(
-        self, section: Section, start: int, run_async: AsyncRunner, *, window: int | None = None
+        self,
+        section: Section,
+        start: int,
+        run_async: AsyncRunner,
+        *,
+        prefix: str = "",
+        window: int | None = None,
     ) -> Iterator[bytes] | None:
         """The page that starts at raw position ``start``, as a stream; ``None`` if it is empty.
 
@@ -126,7 +144,7 @@ class Engine:
         The first chunk is produced before returning, so a missing page is known
         before any header is sent, and a provider that fails at once fails here.
         """
-        writer = self._writer(section)
+        writer = self._writer(section, prefix)
         batches = _pull(section, start, run_async, window)
         # In a fixed window the count cannot overflow, so a full writer means bytes did.
         on_full = None if window is None else lambda: self._overflow(section, start, writer)

@@ -202,13 +202,17 @@ def _changefreq(value: object) -> str:
 
 
 class Normaliser:
-    """Turns raw provider values into `NormalUrl`s for one site, or raises `EntryError`."""
+    """Turns raw provider values into `NormalUrl`s for one site, or raises `EntryError`.
+
+    ``prefix`` is the app's mount path (SCRIPT_NAME / root_path, URI-encoded): a relative
+    loc is a path as the app sees it, so it is joined below ``base_url`` + ``prefix``.
+    """
 
     __slots__ = ("_origin_slash", "_priorities", "_root", "site")
 
-    def __init__(self, site: Site) -> None:
+    def __init__(self, site: Site, prefix: str = "") -> None:
         self.site = site
-        self._root = site.root
+        self._root = site.root + prefix  # relative locs live under the app's mount point
         self._origin_slash = site.origin + "/"
         self._priorities: dict[object, str] = {}
 

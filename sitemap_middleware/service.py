@@ -273,7 +273,7 @@ class Service:
 
         self.stats.count(resource.section, "renders")
         if resource.kind == "index":
-            plans = [(s, self._plan(s, run_async)) for s in self.sections.values()]
+            plans = [(s, self._plan(s, request.prefix, run_async)) for s in self.sections.values()]
             xml = self.engine.index(plans, request.prefix)
             if xml is None:
                 release()
@@ -285,7 +285,7 @@ class Service:
                 self._last_good_index[request.prefix] = document
             release()
             return self._from_document(document, resource, route, request, hit=False)
-        stream = self._page_stream(self.sections[resource.section], route.number, run_async)
+        stream = self._page_stream(self.sections[resource.section], route.number, request.prefix, run_async)
         if stream is None:
             release()
             return _plain(404, b"Not Found\n")
@@ -304,13 +304,17 @@ class Service:
             body = gzip_stream(stream) if gzip_out else stream
         return Reply(200, headers, body)
 
-    def _page_stream(self, section: Section, number: int, run_async: AsyncRunner) -> Iterator[bytes] | None:
+    def _page_stream(
+        self, section: Section, number: int, prefix: str, run_async: AsyncRunner
+    ) -> Iterator[bytes] | None:
         if number == 1 and section.count is None:
-            return self.engine.page(section, 0, run_async)  # page 1 starts at 0: no plan needed
-        plan = self._plan(section, run_async, until=number)
+            # Page 1 starts at 0: no plan needed.
+            return self.engine.page(section, 0, run_async, prefix=prefix)
+        plan = self._plan(section, prefix, run_async, until=number)
         if plan.pages < number:
             return None
-        return self.engine.page(section, plan.starts[number - 1], run_async, window=plan.window)
+        start = plan.starts[number - 1]
+        return self.engine.page(section, start, run_async, prefix=prefix, window=plan.window)
 
     def _recording(
         self, resource: _Resource, chunks: Iterator[bytes], *, gzip_out: bool, release: Callable[[], None]
@@ -369,7 +373,9 @@ class Service:
 
     # -- plans, keys and versions ------------------------------------------------------------
 
-    def _plan(self, section: Section, run_async: AsyncRunner, *, until: int | None = None) -> PagePlan:
+    def _plan(
+        self, section: Section, prefix: str, run_async: AsyncRunner, *, until: int | None = None
+    ) -> PagePlan:
         """The section's page plan: cached whole when there is a cache, else measured up to ``until``.
 
         A section with a declared count needs no measuring at all: its pages are windows.
@@ -377,13 +383,15 @@ class Service:
         if section.count is not None:
             return PagePlan.uniform(self._count(section, run_async), section.page_size)
         if self.store is None:
-            return self.engine.plan(section, run_async, until=until)
+            return self.engine.plan(section, run_async, prefix=prefix, until=until)
         version = self._version(section, run_async)
-        key = f"plan|{section.name}|{self.store.generation(section.name)}|{version and version.token}"
+        key = (
+            f"plan|{prefix}|{section.name}|{self.store.generation(section.name)}|{version and version.token}"
+        )
         stored = self.store.get(key)
         if stored is not None:
             return PagePlan.from_bytes(stored.body)
-        plan = self.engine.plan(section, run_async)
+        plan = self.engine.plan(section, run_async, prefix=prefix)
         body = plan.to_bytes()
         self.store.set(key, Document(body, "", 0, len(body)))
         return plan
@@ -426,13 +434,15 @@ class Service:
         version = self._version(section, run_async)
         generation = store.generation(section.name) if store else ""
         if version is not None:
-            token = f"{root}|{section.name}:{section.page_size}:{route.number}:{version.token}"
+            token = (
+                f"{root}{request.prefix}|{section.name}:{section.page_size}:{route.number}:{version.token}"
+            )
             version = _Version(token, version.time)
         return _Resource(
             "page",
             section.name,
-            f"page|{section.name}|{generation}|{route.number}|{version and version.token}",
-            f"page|{section.name}|{route.number}",
+            f"page|{request.prefix}|{section.name}|{generation}|{route.number}|{version and version.token}",
+            f"page|{request.prefix}|{section.name}|{route.number}",
             version,
         )
 

@@ -172,7 +172,7 @@ def test_page_below_root_path_is_served(path: str) -> None:
     send = Recorder()
     run(shop().asgi(RecordingApp()), http_scope(path, root_path="/shop"), send)
     assert send.status == 200
-    assert locs(validate(send.body)) == [f"{BASE}/", f"{BASE}/about"]
+    assert locs(validate(send.body)) == [f"{BASE}/shop/", f"{BASE}/shop/about"]
 
 
 def test_root_path_with_a_trailing_slash_still_routes_below_it() -> None:
