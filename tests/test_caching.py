@@ -383,25 +383,7 @@ def test_provider_failing_mid_stream_never_yields_a_complete_document(make_clien
     assert len(locs(validate(retry.body))) == 200
 
 
-def test_client_gone_mid_page_leaves_nothing_in_the_cache():
-    sitemaps, catalogue = build(Catalogue(count=5000))
-    app = sitemaps.wsgi(plain_wsgi_app)
-    environ = {
-        "REQUEST_METHOD": "GET",
-        "PATH_INFO": PAGE,
-        "SCRIPT_NAME": "",
-        "SERVER_NAME": "shop.example",
-        "SERVER_PORT": "443",
-        "wsgi.url_scheme": "https",
-    }
-    body = app(environ, lambda status, headers, exc_info=None: None)
-    iterator = iter(body)
-    next(iterator)
-    body.close()  # what a WSGI server does when the client disconnects
-    response = WerkzeugClient(app).get(PAGE)
-    assert "ETag" not in response.headers  # a cold render again, not a cached fragment
-    response.close()
-    assert catalogue.calls == 2
+# A client gone mid-page: see test_disconnect.py (both adapters).
 
 
 # -- declared versions -------------------------------------------------------------------------

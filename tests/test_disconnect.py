@@ -58,10 +58,8 @@ def http_scope(path: str) -> dict[str, Any]:
     }
 
 
-async def fetch_then_disconnect(app: Any, path: str) -> list[dict[str, Any]]:
-    """Receive the headers and first body chunk, then disconnect (as a crawler timing out)."""
-    sent: list[dict[str, Any]] = []
-    first_body = asyncio.Event()
+def one_request_then(after: Any) -> Any:
+    """An ASGI ``receive``: the request once, then whatever ``after()`` awaits."""
     requested = False
 
     async def receive() -> dict[str, Any]:
@@ -69,6 +67,17 @@ async def fetch_then_disconnect(app: Any, path: str) -> list[dict[str, Any]]:
         if not requested:
             requested = True
             return {"type": "http.request", "body": b"", "more_body": False}
+        return await after()
+
+    return receive
+
+
+async def fetch_then_disconnect(app: Any, path: str) -> list[dict[str, Any]]:
+    """Receive the headers and first body chunk, then disconnect (as a crawler timing out)."""
+    sent: list[dict[str, Any]] = []
+    first_body = asyncio.Event()
+
+    async def disconnect_after_first_body() -> dict[str, Any]:
         await first_body.wait()
         return {"type": "http.disconnect"}
 
@@ -77,26 +86,23 @@ async def fetch_then_disconnect(app: Any, path: str) -> list[dict[str, Any]]:
         if message["type"] == "http.response.body":
             first_body.set()
 
-    await asyncio.wait_for(app(http_scope(path), receive, send), timeout=30)
+    await asyncio.wait_for(
+        app(http_scope(path), one_request_then(disconnect_after_first_body), send), timeout=30
+    )
     return sent
 
 
 async def fetch_whole(app: Any, path: str) -> tuple[list[tuple[bytes, bytes]], bytes]:
     messages: list[dict[str, Any]] = []
-    requested = False
 
-    async def receive() -> dict[str, Any]:
-        nonlocal requested
-        if not requested:
-            requested = True
-            return {"type": "http.request", "body": b"", "more_body": False}
+    async def stay_connected() -> dict[str, Any]:
         await asyncio.Event().wait()  # a connected client: nothing more until it leaves
         raise AssertionError("unreachable")
 
     async def send(message: dict[str, Any]) -> None:
         messages.append(message)
 
-    await app(http_scope(path), receive, send)
+    await app(http_scope(path), one_request_then(stay_connected), send)
     headers = messages[0]["headers"]
     return headers, b"".join(m.get("body", b"") for m in messages[1:])
 
