@@ -37,7 +37,7 @@ from typing import Any, Protocol, TypeVar
 
 from .errors import ProviderError
 
-__all__ = ["AsyncRunner", "Batches", "LoopRunner", "Provider", "ProviderFunc", "Section"]
+__all__ = ["AsyncRunner", "Batches", "LoopRunner", "Provider", "ProviderFunc", "Section", "resolve"]
 
 T = TypeVar("T")
 Batches = Generator[list[object], None, None]
@@ -120,9 +120,7 @@ class Provider:
 
     def _call(self, run_async: AsyncRunner, **window: int | None) -> object:
         try:
-            result: object = self.func(**window)
-            if inspect.isawaitable(result):
-                result = run_async(_await, result)
+            result = resolve(self.func(**window), run_async)
         except Exception as exc:
             raise ProviderError(f"provider {self.name!r} raised {exc!r}") from exc
         return result
@@ -132,6 +130,11 @@ class Provider:
             f"provider {self.name!r} returned {type(result).__name__}; expected an iterable, "
             "async iterable or sequence of entries (a Url, a str loc or a mapping)"
         )
+
+
+def resolve(value: object, run_async: AsyncRunner) -> object:
+    """``value``, or what it resolves to when it is awaitable (an ``async def`` callable's result)."""
+    return run_async(_await, value) if inspect.isawaitable(value) else value
 
 
 async def _await(awaitable: Awaitable[T]) -> T:

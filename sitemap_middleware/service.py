@@ -14,13 +14,11 @@ instead, so conditional and cold requests are answered before any URL is iterate
 from __future__ import annotations
 
 import hashlib
-import inspect
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
-from typing import Any, Literal
+from typing import Any
 
 from cachetools import LRUCache
 
@@ -31,6 +29,7 @@ from .compress import GzipWriter, gunzip_stream, gzip_bytes, gzip_stream
 from .engine import Engine, PagePlan
 from .errors import ProviderError
 from .providers import AsyncRunner, Section
+from .resources import Resource, Resources, version_etag
 from .robots import default_robots, merge_robots
 from .stats import Stats, logger
 
@@ -39,8 +38,6 @@ __all__ = ["HeaderPolicy", "Reply", "Request", "Service"]
 RETRY_AFTER_SECONDS = 120
 # A follower waits this long for the leader's render before rendering on its own.
 FOLLOW_TIMEOUT = 60.0
-# Part of every version-derived ETag: bump when the same data would render differently.
-RENDER_FORMAT = "1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,35 +75,6 @@ class HeaderPolicy:
     robots_tag: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class _Version:
-    """A section's declared version: an opaque token, and a time when it is one."""
-
-    token: str
-    time: int | None
-
-    @classmethod
-    def of(cls, value: object) -> _Version:
-        if isinstance(value, datetime):
-            aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-            return cls(aware.isoformat(), int(aware.timestamp()))
-        if isinstance(value, date):
-            midnight = datetime(value.year, value.month, value.day, tzinfo=UTC)
-            return cls(value.isoformat(), int(midnight.timestamp()))
-        return cls(f"{type(value).__name__}:{value!r}", None)
-
-
-@dataclass(frozen=True, slots=True)
-class _Resource:
-    """One document we serve, as the cache sees it."""
-
-    kind: Literal["index", "page"]
-    section: str  # "" for the index
-    key: str  # changes with generations and declared versions
-    stable: str  # the same across generations: where first-produced times are kept
-    version: _Version | None  # declared version (combined, for the index)
-
-
 class Service:
     """Answers our routes for one `Sitemaps` configuration."""
 
@@ -122,6 +90,7 @@ class Service:
     ) -> None:
         self.engine = engine
         self.sections = sections
+        self.resources = Resources(engine.site, sections, store)
         self.stats = stats
         self.store = store
         self.policy = policy
@@ -149,9 +118,9 @@ class Service:
         before calling `reply`; or ``None`` when `reply` must do the work.
         """
         early = _early(route, request)
-        if early is not None or self.store is None or self._declares_version(route):
+        if early is not None or self.store is None or self.resources.declares_version(route):
             return early
-        resource = self._resource(route, request, _no_async)
+        resource = self.resources.resource(route, request.prefix, _no_async)
         document = self.store.get(resource.key)
         if document is not None:
             return self._from_document(document, resource, route, request)
@@ -166,7 +135,7 @@ class Service:
         if early is not None:
             return early
         try:
-            resource = self._resource(route, request, run_async)
+            resource = self.resources.resource(route, request.prefix, run_async)
             return self._reply(resource, route, request, run_async)
         except ProviderError as error:
             self.stats.count(route.section, "provider_errors")
@@ -178,7 +147,7 @@ class Service:
                     stale = self._last_good_index.get(request.prefix)
                 if stale is not None:
                     self.stats.count(route.section, "stale_served")
-                    resource = _Resource("index", "", "", f"index|{request.prefix}", None)
+                    resource = Resource("index", "", "", f"index|{request.prefix}", None)
                     return self._from_document(stale, resource, route, request, hit=False)
             # Not a 500, and never an empty document: crawlers would read "all URLs gone".
             return _plain(
@@ -186,7 +155,7 @@ class Service:
             )
 
     def _reply(
-        self, resource: _Resource, route: _http.Route, request: Request, run_async: AsyncRunner
+        self, resource: Resource, route: _http.Route, request: Request, run_async: AsyncRunner
     ) -> Reply:
         if resource.version is not None:
             validators = self._validators(resource, route, request)
@@ -214,7 +183,7 @@ class Service:
     def _from_document(
         self,
         document: Document,
-        resource: _Resource,
+        resource: Resource,
         route: _http.Route,
         request: Request,
         *,
@@ -237,7 +206,7 @@ class Service:
             body = b""
         return Reply(200, headers, body)
 
-    def _not_modified(self, validators: Validators, resource: _Resource, route: _http.Route) -> Reply:
+    def _not_modified(self, validators: Validators, resource: Resource, route: _http.Route) -> Reply:
         self.stats.count(resource.section, "not_modified")
         headers = validators.headers()
         if self.policy.cache_control:
@@ -263,7 +232,7 @@ class Service:
     # -- rendering ---------------------------------------------------------------------------
 
     def _render(
-        self, resource: _Resource, route: _http.Route, request: Request, run_async: AsyncRunner, *, lead: bool
+        self, resource: Resource, route: _http.Route, request: Request, run_async: AsyncRunner, *, lead: bool
     ) -> Reply:
         """Render a cold document. With ``lead``, this request holds the key's flight."""
 
@@ -317,7 +286,7 @@ class Service:
         return self.engine.page(section, start, run_async, prefix=prefix, window=plan.window)
 
     def _recording(
-        self, resource: _Resource, chunks: Iterator[bytes], *, gzip_out: bool, release: Callable[[], None]
+        self, resource: Resource, chunks: Iterator[bytes], *, gzip_out: bool, release: Callable[[], None]
     ) -> Iterator[bytes]:
         """Stream ``chunks`` to the client while building the cached copy.
 
@@ -344,9 +313,9 @@ class Service:
             chunks.close()  # type: ignore[attr-defined]
             release()
 
-    def _document(self, resource: _Resource, body: bytes, digest: Any, size: int) -> Document:
+    def _document(self, resource: Resource, body: bytes, digest: Any, size: int) -> Document:
         if resource.version is not None:
-            etag = _version_etag(resource)
+            etag = version_etag(resource)
             last_modified = resource.version.time or self._first_produced(resource.stable, etag)
         else:
             etag = digest.hexdigest()[:32]
@@ -362,10 +331,10 @@ class Service:
             self._first_seen[stable] = (etag, now)
             return now
 
-    def _validators(self, resource: _Resource, route: _http.Route, request: Request) -> Validators:
+    def _validators(self, resource: Resource, route: _http.Route, request: Request) -> Validators:
         """Version-derived validators, known before rendering (declared versions only)."""
         assert resource.version is not None
-        etag = _version_etag(resource)
+        etag = version_etag(resource)
         with self._memory_lock:
             seen = self._first_seen.get(resource.stable)
         last_modified = resource.version.time or (seen[1] if seen and seen[0] == etag else None)
@@ -381,10 +350,10 @@ class Service:
         A section with a declared count needs no measuring at all: its pages are windows.
         """
         if section.count is not None:
-            return PagePlan.uniform(self._count(section, run_async), section.page_size)
+            return PagePlan.uniform(self.resources.count(section, run_async), section.page_size)
         if self.store is None:
             return self.engine.plan(section, run_async, prefix=prefix, until=until)
-        version = self._version(section, run_async)
+        version = self.resources.version(section, run_async)
         key = (
             f"plan|{prefix}|{section.name}|{self.store.generation(section.name)}|{version and version.token}"
         )
@@ -395,56 +364,6 @@ class Service:
         body = plan.to_bytes()
         self.store.set(key, Document(body, "", 0, len(body)))
         return plan
-
-    def _declares_version(self, route: _http.Route) -> bool:
-        if route.kind == "index":
-            return any(section.version is not None for section in self.sections.values())
-        return self.sections[route.section].version is not None
-
-    def _version(self, section: Section, run_async: AsyncRunner) -> _Version | None:
-        if section.version is None:
-            return None
-        return _Version.of(_call_declared(section, "version", section.version, run_async))
-
-    def _count(self, section: Section, run_async: AsyncRunner) -> int:
-        assert section.count is not None
-        count = _call_declared(section, "count", section.count, run_async)
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise ProviderError(f"count of section {section.name!r} returned {count!r}, not an int >= 0")
-        return count
-
-    def _resource(self, route: _http.Route, request: Request, run_async: AsyncRunner) -> _Resource:
-        store = self.store
-        root = self.engine.site.root
-        if route.kind == "index":
-            sections = list(self.sections.values())
-            versions = [self._version(s, run_async) for s in sections]
-            generations = ",".join(store.generation(s.name) for s in sections) if store else ""
-            token = "|".join(
-                f"{s.name}:{s.page_size}:{v and v.token}" for s, v in zip(sections, versions, strict=True)
-            )
-            combined = None
-            if versions and all(v is not None for v in versions):
-                times = [v.time for v in versions if v is not None]
-                latest = None if None in times else max(t for t in times if t is not None)
-                combined = _Version(f"{root}{request.prefix}|{token}", latest)
-            key = f"index|{request.prefix}|{generations}|{token}"
-            return _Resource("index", "", key, f"index|{request.prefix}", combined)
-        section = self.sections[route.section]
-        version = self._version(section, run_async)
-        generation = store.generation(section.name) if store else ""
-        if version is not None:
-            token = (
-                f"{root}{request.prefix}|{section.name}:{section.page_size}:{route.number}:{version.token}"
-            )
-            version = _Version(token, version.time)
-        return _Resource(
-            "page",
-            section.name,
-            f"page|{request.prefix}|{section.name}|{generation}|{route.number}|{version and version.token}",
-            f"page|{request.prefix}|{section.name}|{route.number}",
-            version,
-        )
 
     # -- robots.txt --------------------------------------------------------------------------
 
@@ -483,17 +402,6 @@ class Service:
         return f"robots|{request.prefix}|{self.store.generation('')}"
 
 
-def _call_declared(section: Section, what: str, func: Callable[[], object], run_async: AsyncRunner) -> object:
-    """Call a section's ``version`` or ``count`` callable (sync or async)."""
-    try:
-        value = func()
-        if inspect.isawaitable(value):
-            value = run_async(_await, value)
-    except Exception as exc:
-        raise ProviderError(f"{what} of section {section.name!r} raised {exc!r}") from exc
-    return value
-
-
 def _early(route: _http.Route, request: Request) -> Reply | None:
     """Answers that need neither the cache nor a provider."""
     if request.method not in _http.ALLOWED_METHODS:
@@ -523,15 +431,6 @@ def _not_modified(validators: Validators, request: Request) -> bool:
     return _http.not_modified(
         validators, request.header("if-none-match"), request.header("if-modified-since")
     )
-
-
-def _version_etag(resource: _Resource) -> str:
-    assert resource.version is not None
-    return "v" + hashlib.sha256(f"{RENDER_FORMAT}|{resource.version.token}".encode()).hexdigest()[:31]
-
-
-async def _await(awaitable: Awaitable[Any]) -> Any:
-    return await awaitable
 
 
 def _no_async(func: Callable[..., Awaitable[Any]], /, *args: Any) -> Any:
