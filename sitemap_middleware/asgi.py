@@ -21,7 +21,8 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from ._http import TEXT_TYPE, mount_prefix
-from .service import FOLLOW_TIMEOUT, Reply, Request
+from .service import FOLLOW_TIMEOUT, Reply, Request, Service, unknown_host
+from .sites import HOST_HEADERS
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -31,7 +32,9 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 __all__ = ["ASGIApp", "SitemapASGIMiddleware"]
 
-_HEADERS_WE_READ = {b"accept-encoding", b"if-none-match", b"if-modified-since"}
+_HEADERS_WE_READ = {
+    name.encode() for name in ("accept-encoding", "if-none-match", "if-modified-since", *HOST_HEADERS)
+}
 
 
 class SitemapASGIMiddleware:
@@ -66,26 +69,32 @@ class SitemapASGIMiddleware:
                 if name in _HEADERS_WE_READ
             },
         )
-        if route.kind == "robots":
-            await self._robots(scope, receive, send, request)
+        service = self.sitemaps.service_for(request.headers)
+        if service is None:
+            await _send_reply(unknown_host(), send, receive, head=request.method == "HEAD")
             return
-        reply = self._service.fast_reply(route, request)
+        if route.kind == "robots":
+            await self._robots(scope, receive, send, request, service)
+            return
+        reply = service.fast_reply(route, request)
         if isinstance(reply, threading.Event):
             await _wait(reply)
-            reply = self._service.fast_reply(route, request)
+            reply = service.fast_reply(route, request)
         if not isinstance(reply, Reply):
-            reply = await anyio.to_thread.run_sync(self._service.reply, route, request, anyio.from_thread.run)
+            reply = await anyio.to_thread.run_sync(service.reply, route, request, anyio.from_thread.run)
         await _send_reply(reply, send, receive, head=request.method == "HEAD")
 
-    async def _robots(self, scope: Scope, receive: Receive, send: Send, request: Request) -> None:
+    async def _robots(
+        self, scope: Scope, receive: Receive, send: Send, request: Request, service: Service
+    ) -> None:
         if request.method not in ("GET", "HEAD"):
             await self.app(scope, receive, send)
             return
-        merged = self._service.cached_robots(request)
+        merged = service.cached_robots(request)
         if merged is None:
             status, headers, body = await _call_app(self.app, {**scope, "method": "GET"}, receive)
             text_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers]
-            merged = self._service.robots(request, status, text_headers, body)
+            merged = service.robots(request, status, text_headers, body)
             if merged is None:
                 await send({"type": "http.response.start", "status": status, "headers": headers})
                 await send({"type": "http.response.body", "body": b"" if request.method == "HEAD" else body})

@@ -108,7 +108,7 @@ class Engine:
         lastmods: list[str | None] = []
         writer = self._writer(section, prefix, quiet=True)
         position = 0
-        for batch in _pull(section, 0, run_async):
+        for batch in _pull(section, 0, run_async, base_url=self.site.root):
             while batch:
                 if writer.count == 0 and writer.consumed == 0:
                     starts.append(position)
@@ -145,7 +145,7 @@ class Engine:
         before any header is sent, and a provider that fails at once fails here.
         """
         writer = self._writer(section, prefix)
-        batches = _pull(section, start, run_async, window)
+        batches = _pull(section, start, run_async, window, base_url=self.site.root)
         # In a fixed window the count cannot overflow, so a full writer means bytes did.
         on_full = None if window is None else lambda: self._overflow(section, start, writer)
         stream = _write_page(writer, batches, on_full=on_full)
@@ -190,9 +190,11 @@ class Engine:
         return render_index(entries) if entries else None
 
 
-def _pull(section: Section, start: int, run_async: AsyncRunner, limit: int | None = None) -> Batches:
+def _pull(
+    section: Section, start: int, run_async: AsyncRunner, limit: int | None = None, *, base_url: str
+) -> Batches:
     """The provider's batches, with anything it raises turned into a `ProviderError`."""
-    batches = section.provider.batches(start, run_async, limit)
+    batches = section.provider.batches(start, run_async, limit, base_url=base_url)
     try:
         while True:
             try:

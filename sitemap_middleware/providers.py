@@ -37,7 +37,7 @@ from typing import Any, Protocol, TypeVar
 
 from .errors import ProviderError
 
-__all__ = ["AsyncRunner", "Batches", "LoopRunner", "Provider", "ProviderFunc", "Section", "resolve"]
+__all__ = ["AsyncRunner", "Batches", "Call", "LoopRunner", "Provider", "ProviderFunc", "Section", "resolve"]
 
 T = TypeVar("T")
 Batches = Generator[list[object], None, None]
@@ -74,6 +74,32 @@ class LoopRunner:
 
 
 @dataclass(frozen=True, slots=True)
+class Call:
+    """A user callable, and which of the optional keyword arguments we offer it takes.
+
+    We offer ``base_url`` (the site being served, for apps serving several) and, to
+    providers, ``offset`` and ``limit``; a callable gets only those it declares.
+    """
+
+    func: Callable[..., object]
+    accepts: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, func: Callable[..., object]) -> Call:
+        try:
+            parameters = inspect.signature(func).parameters
+        except (TypeError, ValueError):  # some builtins and C callables have no signature
+            return cls(func)
+        return cls(func, frozenset(parameters) & OFFERED_KEYWORDS)
+
+    def __call__(self, **offered: object) -> object:
+        return self.func(**{name: value for name, value in offered.items() if name in self.accepts})
+
+
+OFFERED_KEYWORDS = frozenset({"base_url", "offset", "limit"})
+
+
+@dataclass(frozen=True, slots=True)
 class Provider:
     """A registered callable and the shape-agnostic way to pull its entries.
 
@@ -84,28 +110,29 @@ class Provider:
     """
 
     name: str
-    func: ProviderFunc
-    windowed: bool = False
+    call: Call
 
     @classmethod
     def wrap(cls, name: str, func: ProviderFunc) -> Provider:
-        try:
-            parameters = inspect.signature(func).parameters
-        except (TypeError, ValueError):  # some builtins and C callables have no signature
-            return cls(name, func)
-        return cls(name, func, windowed="offset" in parameters and "limit" in parameters)
+        return cls(name, Call.of(func))
 
-    def batches(self, start: int, run_async: AsyncRunner, limit: int | None = None) -> Batches:
+    @property
+    def windowed(self) -> bool:
+        return {"offset", "limit"} <= self.call.accepts
+
+    def batches(
+        self, start: int, run_async: AsyncRunner, limit: int | None = None, *, base_url: str = ""
+    ) -> Batches:
         """At most ``limit`` entries from raw position ``start`` on, in growing batches.
 
         Closing the returned generator closes the provider's iterator too, so database
         cursors are released when a client goes away mid-page.
         """
         if self.windowed:
-            result = self._call(run_async, offset=start, limit=limit)
+            result = self._call(run_async, base_url=base_url, offset=start, limit=limit)
             start = 0  # the window already begins at ``start``
         else:
-            result = self._call(run_async)
+            result = self._call(run_async, base_url=base_url)
         if isinstance(result, (str, bytes, Mapping)):
             raise self._wrong_type(result)
         if isinstance(result, Sequence):
@@ -118,9 +145,9 @@ class Provider:
             raise self._wrong_type(result)
         return batches if limit is None else _capped(batches, limit)
 
-    def _call(self, run_async: AsyncRunner, **window: int | None) -> object:
+    def _call(self, run_async: AsyncRunner, **offered: object) -> object:
         try:
-            result = resolve(self.func(**window), run_async)
+            result = resolve(self.call(**offered), run_async)
         except Exception as exc:
             raise ProviderError(f"provider {self.name!r} raised {exc!r}") from exc
         return result
@@ -223,8 +250,8 @@ class Section:
         name: str,
         provider: Provider,
         page_size: int,
-        version: Callable[[], object] | None = None,
-        count: Callable[[], object] | None = None,
+        version: Call | None = None,
+        count: Call | None = None,
     ) -> None:
         self.name = name
         self.provider = provider

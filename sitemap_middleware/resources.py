@@ -7,13 +7,13 @@ its bytes were first produced is remembered::
 
     resources = Resources(site, sections, store)
     resources.resource(route, prefix="", run_async=runner).key
-    # 'page||products|0.0|2|None'
+    # 'page|https://shop.example|products|0.0|2|None'
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Literal
@@ -22,7 +22,7 @@ from ._http import Route
 from .cache import CacheStore
 from .entries import Site
 from .errors import ProviderError
-from .providers import AsyncRunner, Section, resolve
+from .providers import AsyncRunner, Call, Section, resolve
 
 __all__ = ["Resource", "Resources", "Version", "version_etag"]
 
@@ -75,14 +75,21 @@ class Resources:
     def version(self, section: Section, run_async: AsyncRunner) -> Version | None:
         if section.version is None:
             return None
-        return Version.of(call_declared(section, "version", section.version, run_async))
+        return Version.of(self._call(section, "version", section.version, run_async))
 
     def count(self, section: Section, run_async: AsyncRunner) -> int:
         assert section.count is not None
-        count = call_declared(section, "count", section.count, run_async)
+        count = self._call(section, "count", section.count, run_async)
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ProviderError(f"count of section {section.name!r} returned {count!r}, not an int >= 0")
         return count
+
+    def _call(self, section: Section, what: str, call: Call, run_async: AsyncRunner) -> object:
+        """Call a section's ``version`` or ``count`` callable (sync or async)."""
+        try:
+            return resolve(call(base_url=self.site.root), run_async)
+        except Exception as exc:
+            raise ProviderError(f"{what} of section {section.name!r} raised {exc!r}") from exc
 
     def resource(self, route: Route, prefix: str, run_async: AsyncRunner) -> Resource:
         store = self.store
@@ -99,8 +106,8 @@ class Resources:
                 times = [v.time for v in versions if v is not None]
                 latest = None if None in times else max(t for t in times if t is not None)
                 combined = Version(f"{root}{prefix}|{token}", latest)
-            key = f"index|{prefix}|{generations}|{token}"
-            return Resource("index", "", key, f"index|{prefix}", combined)
+            key = f"index|{root}{prefix}|{generations}|{token}"
+            return Resource("index", "", key, f"index|{root}{prefix}", combined)
         section = self.sections[route.section]
         version = self.version(section, run_async)
         generation = store.generation(section.name) if store else ""
@@ -110,18 +117,10 @@ class Resources:
         return Resource(
             "page",
             section.name,
-            f"page|{prefix}|{section.name}|{generation}|{route.number}|{version and version.token}",
-            f"page|{prefix}|{section.name}|{route.number}",
+            f"page|{root}{prefix}|{section.name}|{generation}|{route.number}|{version and version.token}",
+            f"page|{root}{prefix}|{section.name}|{route.number}",
             version,
         )
-
-
-def call_declared(section: Section, what: str, func: Callable[[], object], run_async: AsyncRunner) -> object:
-    """Call a section's ``version`` or ``count`` callable (sync or async)."""
-    try:
-        return resolve(func(), run_async)
-    except Exception as exc:
-        raise ProviderError(f"{what} of section {section.name!r} raised {exc!r}") from exc
 
 
 def version_etag(resource: Resource) -> str:

@@ -33,7 +33,7 @@ from .resources import Resource, Resources, version_etag
 from .robots import default_robots, merge_robots
 from .stats import Stats, logger
 
-__all__ = ["HeaderPolicy", "Reply", "Request", "Service"]
+__all__ = ["HeaderPolicy", "Reply", "Request", "Service", "unknown_host"]
 
 RETRY_AFTER_SECONDS = 120
 # A follower waits this long for the leader's render before rendering on its own.
@@ -354,9 +354,8 @@ class Service:
         if self.store is None:
             return self.engine.plan(section, run_async, prefix=prefix, until=until)
         version = self.resources.version(section, run_async)
-        key = (
-            f"plan|{prefix}|{section.name}|{self.store.generation(section.name)}|{version and version.token}"
-        )
+        generation = self.store.generation(section.name)
+        key = f"plan|{self.engine.site.root}{prefix}|{section.name}|{generation}|{version and version.token}"
         stored = self.store.get(key)
         if stored is not None:
             return PagePlan.from_bytes(stored.body)
@@ -399,7 +398,12 @@ class Service:
 
     def _robots_key(self, request: Request) -> str:
         assert self.store is not None
-        return f"robots|{request.prefix}|{self.store.generation('')}"
+        return f"robots|{self.engine.site.root}{request.prefix}|{self.store.generation('')}"
+
+
+def unknown_host() -> Reply:
+    """The answer for a host outside the allow-list, with ``reject_unknown_hosts=True``."""
+    return _plain(400, b"Unknown host\n")
 
 
 def _early(route: _http.Route, request: Request) -> Reply | None:

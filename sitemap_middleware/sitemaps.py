@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from .cache import CacheStore, MemoryStore
 from .engine import Engine
-from .entries import Site
 from .errors import ConfigurationError
-from .providers import Provider, ProviderFunc, Section
+from .providers import Call, Provider, ProviderFunc, Section
 from .render import MAX_BYTES, MAX_URLS
 from .service import HeaderPolicy, Service
+from .sites import Sites
 from .stats import Stats
 
 if TYPE_CHECKING:
@@ -63,6 +63,12 @@ class Sitemaps:
     - ``cache_control``: the ``Cache-Control`` of sitemap documents (``None`` omits it).
     - ``robots_tag``: the ``X-Robots-Tag`` of sitemap documents, so the XML files
       themselves stay out of search results (``None`` omits it).
+    - ``hosts``: serve several sites from one app: a list of host names (same scheme and
+      path as ``base_url``) or a mapping of host name to base URL. Only listed hosts
+      are ever used; any other ``Host`` gets ``base_url``'s site, or a 400 with
+      ``reject_unknown_hosts=True``. Without ``hosts``, ``Host`` is never read.
+    - ``trust_forwarded``: pick the site from ``Forwarded``/``X-Forwarded-Host`` (only
+      behind a proxy you run, which overwrites them).
     - ``clock``: wall clock for ``Last-Modified``; inject a fake one in tests.
     """
 
@@ -76,9 +82,15 @@ class Sitemaps:
         cache: CacheStore | bool | None = True,
         cache_control: str | None = DEFAULT_CACHE_CONTROL,
         robots_tag: str | None = "noindex",
+        hosts: Sequence[str] | Mapping[str, str] | None = None,
+        reject_unknown_hosts: bool = False,
+        trust_forwarded: bool = False,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.site = Site.parse(base_url)
+        self.sites = Sites(
+            base_url, hosts, reject_unknown=reject_unknown_hosts, trust_forwarded=trust_forwarded
+        )
+        self.site = self.sites.default
         self.page_size = _check_page_size(page_size)
         if isinstance(max_page_bytes, bool) or not isinstance(max_page_bytes, int):
             raise ConfigurationError(f"max_page_bytes must be an int, not {max_page_bytes!r}")
@@ -94,14 +106,26 @@ class Sitemaps:
         elif cache is False:
             cache = None
         self.cache: CacheStore | None = cache
-        self.service = Service(
-            engine=Engine(self.site, on_skip=self.stats.skip, strict=strict, max_bytes=max_page_bytes),
-            sections=self._sections,
-            stats=self.stats,
-            store=cache,
-            policy=HeaderPolicy(cache_control=cache_control, robots_tag=robots_tag),
-            clock=clock,
-        )
+        policy = HeaderPolicy(cache_control=cache_control, robots_tag=robots_tag)
+        # One service per site: each renders with its own base_url; they share the
+        # sections, the counters and the cache (whose keys name the site).
+        self._services = {
+            site: Service(
+                engine=Engine(site, on_skip=self.stats.skip, strict=strict, max_bytes=max_page_bytes),
+                sections=self._sections,
+                stats=self.stats,
+                store=cache,
+                policy=policy,
+                clock=clock,
+            )
+            for site in self.sites.all
+        }
+        self.service = self._services[self.site]
+
+    def service_for(self, headers: Mapping[str, str]) -> Service | None:
+        """The service of the site a request is for (``None``: an unknown host, rejected)."""
+        site = self.sites.pick(headers)
+        return None if site is None else self._services[site]
 
     @property
     def sections(self) -> tuple[str, ...]:
@@ -159,7 +183,13 @@ class Sitemaps:
                     f"{what} for {name!r} must be callable, not {type(declared).__name__}"
                 )
         size = self.page_size if page_size is None else _check_page_size(page_size)
-        self._sections[name] = Section(name, Provider.wrap(name, func), size, version, count)
+        self._sections[name] = Section(
+            name,
+            Provider.wrap(name, func),
+            size,
+            None if version is None else Call.of(version),
+            None if count is None else Call.of(count),
+        )
 
     def invalidate(self, section: str | None = None) -> None:
         """Drop ``section`` (or, with no argument, everything) from the cache.

@@ -17,7 +17,8 @@ from werkzeug.wsgi import ClosingIterator
 
 from ._http import TEXT_TYPE, mount_prefix
 from .providers import LoopRunner
-from .service import Reply, Request
+from .service import Reply, Request, Service, unknown_host
+from .sites import HOST_HEADERS
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -25,6 +26,11 @@ if TYPE_CHECKING:
     from .sitemaps import Sitemaps
 
 __all__ = ["SitemapWSGIMiddleware", "WSGIApplication"]
+
+_HEADERS_WE_READ = {
+    name: "HTTP_" + name.upper().replace("-", "_")
+    for name in ("accept-encoding", "if-none-match", "if-modified-since", *HOST_HEADERS)
+}
 
 
 class SitemapWSGIMiddleware:
@@ -49,31 +55,30 @@ class SitemapWSGIMiddleware:
             method=environ.get("REQUEST_METHOD", "GET").upper(),
             path=path,
             prefix=mount_prefix(environ.get("SCRIPT_NAME", "").encode("latin-1").decode("utf-8", "replace")),
-            headers={
-                "accept-encoding": environ.get("HTTP_ACCEPT_ENCODING", ""),
-                "if-none-match": environ.get("HTTP_IF_NONE_MATCH", ""),
-                "if-modified-since": environ.get("HTTP_IF_MODIFIED_SINCE", ""),
-            },
+            headers={name: environ.get(key, "") for name, key in _HEADERS_WE_READ.items()},
         )
+        service = self.sitemaps.service_for(request.headers)
+        if service is None:
+            return _respond(unknown_host(), request, start_response, _nothing)
         if route.kind == "robots":
-            return self._robots(environ, start_response, request)
+            return self._robots(environ, start_response, request, service)
         runner = LoopRunner()
         try:
-            reply = self._service.reply(route, request, runner)
+            reply = service.reply(route, request, runner)
         except BaseException:
             runner.close()
             raise
         return _respond(reply, request, start_response, runner.close)
 
     def _robots(
-        self, environ: WSGIEnvironment, start_response: StartResponse, request: Request
+        self, environ: WSGIEnvironment, start_response: StartResponse, request: Request, service: Service
     ) -> Iterable[bytes]:
         if request.method not in ("GET", "HEAD"):
             return self.app(environ, start_response)
-        merged = self._service.cached_robots(request)
+        merged = service.cached_robots(request)
         if merged is None:
             status, headers, body = _call_app(self.app, {**environ, "REQUEST_METHOD": "GET"})
-            merged = self._service.robots(request, int(status.split(" ", 1)[0]), headers, body)
+            merged = service.robots(request, int(status.split(" ", 1)[0]), headers, body)
             if merged is None:
                 start_response(status, headers)
                 return [] if request.method == "HEAD" else [body]
@@ -112,3 +117,7 @@ def _call_app(app: WSGIApplication, environ: WSGIEnvironment) -> tuple[str, list
         if close is not None:
             close()
     return captured[0], captured[1], b"".join(written)
+
+
+def _nothing() -> None:
+    return None

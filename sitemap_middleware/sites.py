@@ -1,0 +1,98 @@
+"""Which site a request is for: ``base_url``'s, or one from an explicit allow-list.
+
+By default there is one site and the ``Host`` header is never read: nothing a client
+sends can change the URLs we emit. An app serving several sites lists them::
+
+    sites = Sites("https://shop.example", hosts={"shop.example.de": "https://shop.example.de"})
+    sites.pick({"host": "shop.example.de"})        # Site(scheme='https', host='shop.example.de', ...)
+    sites.pick({"host": "evil.example"})            # the default site (or None with reject_unknown)
+
+Forwarded headers (``Forwarded: host=``, ``X-Forwarded-Host``) are read only with
+``trust_forwarded=True``, for apps behind a proxy that sets them and strips clients' own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from .entries import Site
+from .errors import ConfigurationError
+
+__all__ = ["HOST_HEADERS", "Sites"]
+
+# The request headers `Sites.pick` may read, lowercase.
+HOST_HEADERS = frozenset({"host", "forwarded", "x-forwarded-host"})
+_DEFAULT_PORT_SUFFIXES = (":80", ":443")
+
+
+class Sites:
+    """The allow-list of sites; config is parsed once, here, and misconfiguration raises."""
+
+    def __init__(
+        self,
+        base_url: str,
+        hosts: Sequence[str] | Mapping[str, str] | None = None,
+        *,
+        reject_unknown: bool = False,
+        trust_forwarded: bool = False,
+    ) -> None:
+        self.default = Site.parse(base_url)
+        self.reject_unknown = reject_unknown
+        self.trust_forwarded = trust_forwarded
+        self._by_host: dict[str, Site] = {}
+        if hosts is None:
+            if reject_unknown or trust_forwarded:
+                raise ConfigurationError("reject_unknown and trust_forwarded need a hosts allow-list")
+            return
+        if isinstance(hosts, str):
+            raise ConfigurationError("hosts must be a list of host names or a mapping, not a string")
+        self._by_host[_host_key(self.default.host)] = self.default
+        if isinstance(hosts, Mapping):
+            for host, url in hosts.items():
+                self._by_host[_host_key(host)] = Site.parse(url)
+        else:
+            for host in hosts:
+                site = Site.parse(f"{self.default.scheme}://{host}{self.default.path}")
+                self._by_host[_host_key(host)] = site
+
+    @property
+    def all(self) -> tuple[Site, ...]:
+        """Every site, the default first."""
+        others = [site for site in self._by_host.values() if site != self.default]
+        return (self.default, *dict.fromkeys(others))
+
+    def pick(self, headers: Mapping[str, str]) -> Site | None:
+        """The site a request with these (lowercase) headers is for; ``None`` means reject it."""
+        if not self._by_host:
+            return self.default
+        host = headers.get("host", "")
+        if self.trust_forwarded:
+            host = _forwarded_host(headers) or host
+        site = self._by_host.get(_host_key(host))
+        if site is not None:
+            return site
+        return None if self.reject_unknown else self.default
+
+
+def _host_key(host: str) -> str:
+    """Host names compare case-insensitively, without a trailing dot or a default port."""
+    key = host.strip().lower()
+    for suffix in _DEFAULT_PORT_SUFFIXES:
+        if key.endswith(suffix):
+            key = key[: -len(suffix)]
+    return key.rstrip(".")
+
+
+def _forwarded_host(headers: Mapping[str, str]) -> str:
+    """The host our proxy reports: RFC 7239 ``Forwarded``, else ``X-Forwarded-Host``.
+
+    The *last* element, as werkzeug's ProxyFix reads it: the one our (nearest) proxy
+    appended; any before it may have come from the client.
+    """
+    forwarded = headers.get("forwarded", "")
+    if forwarded:
+        for pair in forwarded.split(",")[-1].split(";"):
+            name, _, value = pair.strip().partition("=")
+            if name.lower() == "host" and value:
+                return value.strip('"')
+    return headers.get("x-forwarded-host", "").split(",")[-1].strip()
