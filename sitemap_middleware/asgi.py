@@ -13,17 +13,21 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
-from ._http import TEXT_TYPE, mount_prefix
+from ._http import TEXT_TYPE, Route, mount_prefix
+from .errors import ProviderError
+from .providers import AsyncRunner, within
 from .service import FOLLOW_TIMEOUT, Reply, Request, Service, unknown_host
 from .sites import HOST_HEADERS
 
+T = TypeVar("T")
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -49,6 +53,9 @@ class SitemapASGIMiddleware:
         self.app = app
         self.sitemaps = sitemaps
         self._service = sitemaps.service
+        self._timeout: float | None = sitemaps.provider_timeout
+        # Async providers run on this app's event loop, under the same deadline.
+        self._run_async: AsyncRunner = partial(_on_loop, self._timeout)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -81,8 +88,18 @@ class SitemapASGIMiddleware:
             await _wait(reply)
             reply = service.fast_reply(route, request)
         if not isinstance(reply, Reply):
-            reply = await anyio.to_thread.run_sync(service.reply, route, request, anyio.from_thread.run)
-        await _send_reply(reply, send, receive, head=request.method == "HEAD")
+            reply = await self._render(service, route, request)
+        await _send_reply(reply, send, receive, head=request.method == "HEAD", timeout=self._timeout)
+
+    async def _render(self, service: Service, route: Route, request: Request) -> Reply:
+        """`Service.reply` in a worker thread, abandoned (503) if it outlives the deadline."""
+        try:
+            with anyio.fail_after(self._timeout):
+                return await anyio.to_thread.run_sync(
+                    service.reply, route, request, self._run_async, abandon_on_cancel=True
+                )
+        except TimeoutError:
+            return service.timed_out(route, request, self._timeout)
 
     async def _robots(
         self, scope: Scope, receive: Receive, send: Send, request: Request, service: Service
@@ -141,7 +158,9 @@ def _route_path(scope: Scope) -> str:
     return path
 
 
-async def _send_reply(reply: Reply, send: Send, receive: Receive, *, head: bool) -> None:
+async def _send_reply(
+    reply: Reply, send: Send, receive: Receive, *, head: bool, timeout: float | None = None
+) -> None:
     headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in reply.headers]
     body = reply.body
     try:
@@ -151,16 +170,16 @@ async def _send_reply(reply: Reply, send: Send, receive: Receive, *, head: bool)
         elif isinstance(body, bytes):
             await send({"type": "http.response.body", "body": body})
         else:
-            await _stream(body, send, receive)
+            await _stream(body, send, receive, timeout)
     finally:
         if not isinstance(body, bytes):
             # Closing the stream closes the provider's iterator (cursors, connections),
             # even when this task is being cancelled.
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(reply.close)
+                await anyio.to_thread.run_sync(_close, reply)
 
 
-async def _stream(chunks: Iterator[bytes], send: Send, receive: Receive) -> None:
+async def _stream(chunks: Iterator[bytes], send: Send, receive: Receive, timeout: float | None) -> None:
     """Send ``chunks`` as they are produced; stop as soon as the client goes away.
 
     Servers may drop messages sent after a disconnect without an error (uvicorn
@@ -171,7 +190,7 @@ async def _stream(chunks: Iterator[bytes], send: Send, receive: Receive) -> None
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(_cancel_on_disconnect, receive, group.cancel_scope)
-            while (chunk := await anyio.to_thread.run_sync(next, chunks, done)) is not done:
+            while (chunk := await _next_chunk(chunks, done, timeout)) is not done:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b""})
             group.cancel_scope.cancel()
@@ -180,6 +199,30 @@ async def _stream(chunks: Iterator[bytes], send: Send, receive: Receive) -> None
             error = errors.exceptions[0]  # the provider's error, not anyio's wrapper
             raise error from error.__cause__
         raise
+
+
+async def _next_chunk(chunks: Iterator[bytes], done: object, timeout: float | None) -> Any:
+    """The next chunk, from a worker thread; a provider stalled past the deadline aborts the page."""
+    try:
+        with anyio.fail_after(timeout):
+            return await anyio.to_thread.run_sync(next, chunks, done, abandon_on_cancel=True)
+    except TimeoutError:
+        raise ProviderError(f"the provider produced nothing for {timeout} s: page aborted") from None
+
+
+def _on_loop(timeout: float | None, func: Callable[..., Awaitable[T]], /, *args: Any) -> T:
+    """Run ``func(*args)`` on the app's event loop, from a worker thread, within the deadline."""
+    return anyio.from_thread.run(partial(within, timeout, func), *args)
+
+
+def _close(reply: Reply) -> None:
+    try:
+        reply.close()
+    except ValueError:
+        # "generator already executing": a stalled provider holds it in an abandoned
+        # thread. It is closed when that thread returns; release what it holds now.
+        if reply.abandon is not None:
+            reply.abandon()
 
 
 async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:

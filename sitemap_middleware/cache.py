@@ -146,9 +146,13 @@ class Flights:
         with self._lock:
             return self._flights.get(key)
 
-    def release(self, key: str) -> None:
-        """End the leader's flight and wake its followers."""
+    def release(self, key: str, event: threading.Event) -> None:
+        """End the flight ``event`` leads and wake its followers.
+
+        Idempotent, and never ends a newer flight of the same key: a render abandoned
+        by a stalled provider may finish long after another request took over.
+        """
         with self._lock:
-            event = self._flights.pop(key, None)
-        if event is not None:
-            event.set()
+            if self._flights.get(key) is event:
+                del self._flights[key]
+        event.set()

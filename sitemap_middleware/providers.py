@@ -35,9 +35,21 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Protocol, TypeVar
 
+import anyio
+
 from .errors import ProviderError
 
-__all__ = ["AsyncRunner", "Batches", "Call", "LoopRunner", "Provider", "ProviderFunc", "Section", "resolve"]
+__all__ = [
+    "AsyncRunner",
+    "Batches",
+    "Call",
+    "LoopRunner",
+    "Provider",
+    "ProviderFunc",
+    "Section",
+    "resolve",
+    "within",
+]
 
 T = TypeVar("T")
 Batches = Generator[list[object], None, None]
@@ -56,16 +68,27 @@ class AsyncRunner(Protocol):
     def __call__(self, func: Callable[..., Awaitable[T]], /, *args: Any) -> T: ...
 
 
-class LoopRunner:
-    """An `AsyncRunner` with a private event loop, for async providers under WSGI."""
+async def within(timeout: float | None, func: Callable[..., Awaitable[T]], /, *args: Any) -> T:
+    """Await ``func(*args)``, raising `TimeoutError` after ``timeout`` seconds (``None``: never)."""
+    with anyio.fail_after(timeout):
+        return await func(*args)
 
-    def __init__(self) -> None:
+
+class LoopRunner:
+    """An `AsyncRunner` with a private event loop, for async providers under WSGI.
+
+    Every call gets the same deadline (``timeout`` seconds), so a hung async provider
+    is cancelled instead of holding the request forever.
+    """
+
+    def __init__(self, timeout: float | None = None) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._timeout = timeout
 
     def __call__(self, func: Callable[..., Awaitable[T]], /, *args: Any) -> T:
         if self._loop is None:
             self._loop = asyncio.new_event_loop()
-        return self._loop.run_until_complete(func(*args))
+        return self._loop.run_until_complete(within(self._timeout, func, *args))
 
     def close(self) -> None:
         if self._loop is not None:

@@ -60,6 +60,9 @@ class Reply:
     status: int
     headers: list[tuple[str, str]]
     body: bytes | Iterator[bytes] = b""
+    # Called when the body cannot be closed (a stalled provider holds it in another
+    # thread): gives up whatever the render holds, so other requests need not wait.
+    abandon: Callable[[], None] | None = None
 
     def close(self) -> None:
         close = getattr(self.body, "close", None)
@@ -149,10 +152,13 @@ class Service:
                     self.stats.count(route.section, "stale_served")
                     resource = Resource("index", "", "", f"index|{request.prefix}", None)
                     return self._from_document(stale, resource, route, request, hit=False)
-            # Not a 500, and never an empty document: crawlers would read "all URLs gone".
-            return _plain(
-                503, b"Sitemap temporarily unavailable\n", [("Retry-After", str(RETRY_AFTER_SECONDS))]
-            )
+            return _unavailable()
+
+    def timed_out(self, route: _http.Route, request: Request, timeout: float | None) -> Reply:
+        """A render that outlived the provider deadline: logged, counted, and a 503."""
+        self.stats.count(route.section, "provider_errors")
+        logger.error("sitemap %s: no answer from the provider within %s s", request.path, timeout)
+        return _unavailable()
 
     def _reply(
         self, resource: Resource, route: _http.Route, request: Request, run_async: AsyncRunner
@@ -163,7 +169,7 @@ class Service:
                 return self._not_modified(validators, resource, route)
         store = self.store
         if store is None:
-            return self._render(resource, route, request, run_async, lead=False)
+            return self._render(resource, route, request, run_async, flight=None)
         for _ in range(2):
             document = store.get(resource.key)
             if document is not None:
@@ -171,14 +177,14 @@ class Service:
             leader, event = self._flights.claim(resource.key)
             if leader:
                 try:
-                    return self._render(resource, route, request, run_async, lead=True)
+                    return self._render(resource, route, request, run_async, flight=event)
                 except BaseException:
-                    self._flights.release(resource.key)
+                    self._flights.release(resource.key, event)
                     raise
             self.stats.count(resource.section, "flight_waits")
             event.wait(FOLLOW_TIMEOUT)
         # The leaders failed or are stuck: answer this request on its own.
-        return self._render(resource, route, request, run_async, lead=False)
+        return self._render(resource, route, request, run_async, flight=None)
 
     def _from_document(
         self,
@@ -232,13 +238,20 @@ class Service:
     # -- rendering ---------------------------------------------------------------------------
 
     def _render(
-        self, resource: Resource, route: _http.Route, request: Request, run_async: AsyncRunner, *, lead: bool
+        self,
+        resource: Resource,
+        route: _http.Route,
+        request: Request,
+        run_async: AsyncRunner,
+        *,
+        flight: threading.Event | None,
     ) -> Reply:
-        """Render a cold document. With ``lead``, this request holds the key's flight."""
+        """Render a cold document; with ``flight``, this request leads the key's render."""
+        lead = flight is not None
 
         def release() -> None:
-            if lead:
-                self._flights.release(resource.key)
+            if flight is not None:
+                self._flights.release(resource.key, flight)
 
         self.stats.count(resource.section, "renders")
         if resource.kind == "index":
@@ -271,7 +284,7 @@ class Service:
             body: Iterator[bytes] = self._recording(resource, stream, gzip_out=gzip_out, release=release)
         else:
             body = gzip_stream(stream) if gzip_out else stream
-        return Reply(200, headers, body)
+        return Reply(200, headers, body, abandon=release)
 
     def _page_stream(
         self, section: Section, number: int, prefix: str, run_async: AsyncRunner
@@ -404,6 +417,11 @@ class Service:
 def unknown_host() -> Reply:
     """The answer for a host outside the allow-list, with ``reject_unknown_hosts=True``."""
     return _plain(400, b"Unknown host\n")
+
+
+def _unavailable() -> Reply:
+    # Not a 500, and never an empty document: crawlers would read "all URLs gone".
+    return _plain(503, b"Sitemap temporarily unavailable\n", [("Retry-After", str(RETRY_AFTER_SECONDS))])
 
 
 def _early(route: _http.Route, request: Request) -> Reply | None:

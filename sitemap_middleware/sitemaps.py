@@ -38,6 +38,8 @@ VersionFunc = Callable[[], object]
 CountFunc = Callable[[], object]
 # Crawlers re-read sitemaps rarely; CDNs may keep one 10 minutes and serve it stale while
 # refreshing for an hour more (RFC 5861).
+# Generous: measuring a 10M-URL section takes tens of seconds; a hang takes forever.
+DEFAULT_PROVIDER_TIMEOUT = 120.0
 DEFAULT_CACHE_CONTROL = "public, max-age=600, stale-while-revalidate=3600"
 _SECTION_NAME = re.compile(r"[a-z0-9_]+(?:-[a-z0-9_]+)*")
 
@@ -69,6 +71,11 @@ class Sitemaps:
       ``reject_unknown_hosts=True``. Without ``hosts``, ``Host`` is never read.
     - ``trust_forwarded``: pick the site from ``Forwarded``/``X-Forwarded-Host`` (only
       behind a proxy you run, which overwrites them).
+    - ``provider_timeout``: seconds a provider may take to produce its next batch (or a
+      version or count) before the request gets a 503, or an aborted page once
+      streaming. Enforced for async providers everywhere and for sync providers under
+      ASGI; a sync provider under WSGI cannot be interrupted (use your server's worker
+      timeout). ``None`` waits forever.
     - ``clock``: wall clock for ``Last-Modified``; inject a fake one in tests.
     """
 
@@ -85,6 +92,7 @@ class Sitemaps:
         hosts: Sequence[str] | Mapping[str, str] | None = None,
         reject_unknown_hosts: bool = False,
         trust_forwarded: bool = False,
+        provider_timeout: float | None = DEFAULT_PROVIDER_TIMEOUT,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.sites = Sites(
@@ -99,6 +107,15 @@ class Sitemaps:
                 f"max_page_bytes must be from 1,024 to {MAX_BYTES:,}, not {max_page_bytes:,}"
             )
         self.strict = strict
+        if provider_timeout is not None and not (
+            isinstance(provider_timeout, int | float)
+            and not isinstance(provider_timeout, bool)
+            and provider_timeout > 0
+        ):
+            raise ConfigurationError(
+                f"provider_timeout must be a positive number or None, not {provider_timeout!r}"
+            )
+        self.provider_timeout = provider_timeout
         self.stats = Stats()
         self._sections: dict[str, Section] = {}
         if cache is True:

@@ -62,7 +62,7 @@ class SitemapWSGIMiddleware:
             return _respond(unknown_host(), request, start_response, _nothing)
         if route.kind == "robots":
             return self._robots(environ, start_response, request, service)
-        runner = LoopRunner()
+        runner = LoopRunner(self.sitemaps.provider_timeout)
         try:
             reply = service.reply(route, request, runner)
         except BaseException:
