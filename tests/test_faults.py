@@ -91,3 +91,10 @@ def test_index_of_exactly_50000_sitemaps_is_served(make_client):
     sitemaps = Sitemaps(base_url=BASE)
     sitemaps.add_provider("tiny", lambda: ["/"], page_size=1, count=lambda: 50_000)
     assert len(locs(validate(make_client(sitemaps).get("/sitemap-index.xml").body))) == 50_000
+
+
+def test_duplicate_locs_are_kept_as_given(make_client):
+    sitemaps = Sitemaps(base_url=BASE)
+    sitemaps.add_provider("pages", lambda: ["/a", "/b", "/a", f"{BASE}/b"])
+    page = locs(validate(make_client(sitemaps).get("/sitemap-pages-1.xml").body))
+    assert page == [f"{BASE}/a", f"{BASE}/b", f"{BASE}/a", f"{BASE}/b"]
