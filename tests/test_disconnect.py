@@ -144,3 +144,12 @@ def test_wsgi_close_mid_page_closes_the_provider_and_caches_nothing():
     assert "ETag" not in dict(captured[0])
     assert whole.endswith(b"</urlset>\n")
     assert catalogue.calls == 2
+
+
+def test_head_on_a_cold_huge_page_renders_only_what_existence_needs(make_client):
+    sitemaps, catalogue = build(rows=50_000)
+    response = make_client(sitemaps).request("HEAD", PAGE)
+    assert response.status == 200
+    assert response.body == b""
+    assert catalogue.yielded <= 2  # the first URL proves the page exists; nothing more is rendered
+    assert catalogue.closed
