@@ -248,7 +248,7 @@ class Normaliser:
             lastmod_text = lastmod.isoformat()  # the common case, without a call
         else:
             lastmod_text = w3c_datetime(lastmod)
-        changefreq_text = None if changefreq is None else _CHANGEFREQ_TEXT.get(changefreq)
+        changefreq_text = _CHANGEFREQ_TEXT.get(changefreq) if type(changefreq) is str else None
         if changefreq_text is None and changefreq is not None:
             changefreq_text = _changefreq(changefreq)
         # tuple.__new__ skips NamedTuple's Python-level constructor: this runs per URL.

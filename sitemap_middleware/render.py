@@ -113,9 +113,6 @@ class PageWriter:
         lastmod = self.lastmod
         taken = 0
         for raw in batch:
-            if count >= max_urls:
-                self.full = True
-                break
             try:
                 entry = normalise(raw)
             except EntryError as error:
@@ -125,12 +122,13 @@ class PageWriter:
             text = render(entry)
             # Text is ASCII unless a future extension adds Unicode; measure bytes then.
             length = len(text) if text.isascii() else len(text.encode())
-            if size + length > budget:
-                if count == 0 and size == 0 and budget == self._empty_budget:
-                    # Larger than an empty page: it can never be placed, so skip it.
-                    taken += 1
-                    self._on_skip(EntryError("entry too large", f"{length} bytes"), raw)
-                    continue
+            if length > self._empty_budget:
+                # Larger than an empty page: it can never be placed, so skip it here, even
+                # after a full page (no later page would ever see it, or count it).
+                taken += 1
+                self._on_skip(EntryError("entry too large", f"{length} bytes"), raw)
+                continue
+            if count >= max_urls or size + length > budget:
                 self.full = True
                 break
             taken += 1

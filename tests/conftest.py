@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 from wsgiref.validate import validator
 
 import httpx2
@@ -72,7 +72,7 @@ class SitemapClient:
             environ = {"SCRIPT_NAME": self.mount.encode().decode("latin-1")} if self.mount else {}
             if path.startswith("//"):  # werkzeug would read "//x" as a host name
                 target, _, query = path.partition("?")
-                environ["PATH_INFO"] = target
+                environ["PATH_INFO"] = unquote(target).encode().decode("latin-1")  # as werkzeug does
                 path = f"/?{query}" if query else "/"
             r = self._wsgi.open(path, method=method, headers=headers, environ_overrides=environ)
             try:
