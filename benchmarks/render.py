@@ -1,0 +1,400 @@
+"""render: one 50,000-URL page through our full path against the peers, in one process.
+
+    python benchmarks/run.py render [--quick] [--rounds N] [--urls N] [--profile]
+
+Every renderer gets the same rows (``common.make_rows``: ``&`` in every loc, a non-ASCII
+path in 1%, an aware-datetime lastmod, changefreq, priority) in its own idiomatic form:
+a provider yielding `Url` for us, `Sitemap` subclasses for Django and asgi-sitemaps, an
+``(endpoint, values, lastmod, ...)`` generator for flask-sitemap. Rounds are interleaved
+(the order rotates each round) so drift in the machine's speed hits every renderer alike;
+the figure is the median round. Every output is checked to hold every URL before timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import gc
+import io
+import pstats
+import sys
+import time
+import zlib
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from common import BASE_URL, Row, fmt_int, machine, make_rows, median, ratio, table
+
+from sitemap_middleware import Sitemaps, Url
+from sitemap_middleware.cache import MemoryStore
+from sitemap_middleware.providers import LoopRunner
+
+Render = Callable[[], bytes]
+PAGE = "/sitemap-products-1.xml"
+HEAD = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+)
+TAIL = b"</urlset>\n"
+
+
+# -- the ceiling --------------------------------------------------------------------------------
+
+
+def minimal(rows: list[Row]) -> Render:
+    """Hand-written f-strings, str.replace escaping, no validation: what nothing can beat by much."""
+
+    def render() -> bytes:
+        parts = []
+        append = parts.append
+        for path, lastmod, changefreq, priority in rows:
+            loc = (BASE_URL + path).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            append(
+                f"<url><loc>{loc}</loc><lastmod>{lastmod.isoformat()}</lastmod>"
+                f"<changefreq>{changefreq}</changefreq><priority>{priority}</priority></url>\n"
+            )
+        return HEAD + "".join(parts).encode() + TAIL
+
+    return render
+
+
+def minimal_gzip(rows: list[Row]) -> Render:
+    render = minimal(rows)
+
+    def render_gz() -> bytes:
+        compressor = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        return compressor.compress(render()) + compressor.flush()
+
+    return render_gz
+
+
+# -- ours ---------------------------------------------------------------------------------------
+
+
+def _sitemaps(rows: list[Row], cache: MemoryStore | None = None) -> Sitemaps:
+    """Our configuration with a provider yielding `Url` records, as the README shows."""
+    sitemaps = Sitemaps(base_url=BASE_URL, cache=cache)
+
+    def products() -> Iterable[Url]:
+        return (Url(p, lastmod=m, changefreq=c, priority=r) for p, m, c, r in rows)
+
+    sitemaps.add_provider("products", products)
+    return sitemaps
+
+
+def ours_engine(rows: list[Row]) -> Render:
+    """The page path of `Service` without HTTP: `Engine.page` -> `PageWriter` -> `Normaliser`."""
+    sitemaps = _sitemaps(rows)
+    engine = sitemaps.service.engine
+    section = sitemaps.service.sections["products"]
+    runner = LoopRunner()
+
+    def render() -> bytes:
+        stream = engine.page(section, 0, runner)
+        assert stream is not None
+        try:
+            return b"".join(stream)
+        finally:
+            stream.close()  # type: ignore[attr-defined]
+
+    return render
+
+
+def _not_found(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+    start_response("404 Not Found", [("Content-Type", "text/plain")])
+    return [b"not found"]
+
+
+def _wsgi_get(app: Any, headers: dict[str, str]) -> bytes:
+    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": PAGE, "SCRIPT_NAME": "", "QUERY_STRING": "", **headers}
+    status: list[str] = []
+    result = app(environ, lambda s, h, exc_info=None: status.append(s))
+    try:
+        body = b"".join(result)
+    finally:
+        result.close()
+    if not status[0].startswith("200"):
+        raise RuntimeError(f"{PAGE} answered {status[0]}")
+    return body
+
+
+def ours_wsgi(rows: list[Row], *, gzip: bool) -> Render:
+    """The real middleware, in-process, cache off: routing, headers, streaming (and gzip)."""
+    app = _sitemaps(rows).wsgi(_not_found)
+    headers = {"HTTP_ACCEPT_ENCODING": "gzip"} if gzip else {}
+    return lambda: _wsgi_get(app, headers)
+
+
+def ours_wsgi_cold_cached(rows: list[Row]) -> Render:
+    """Cache on, emptied before each request: a cold render that also builds the stored gzip copy."""
+    sitemaps = _sitemaps(rows, cache=MemoryStore())
+    app = sitemaps.wsgi(_not_found)
+
+    def render() -> bytes:
+        sitemaps.invalidate()
+        return _wsgi_get(app, {})
+
+    return render
+
+
+# -- the peers ----------------------------------------------------------------------------------
+
+
+def django_sitemaps(rows: list[Row]) -> Render:
+    """django.contrib.sitemaps' ``sitemap`` view and template, with a minimal configuration."""
+    import django
+    from django.conf import settings
+
+    if not settings.configured:
+        settings.configure(
+            DEBUG=False,
+            ALLOWED_HOSTS=["shop.example"],
+            USE_TZ=True,
+            INSTALLED_APPS=["django.contrib.sitemaps"],
+            TEMPLATES=[{"BACKEND": "django.template.backends.django.DjangoTemplates", "APP_DIRS": True}],
+        )
+        django.setup()
+    from django.contrib.sitemaps import Sitemap
+    from django.contrib.sitemaps.views import sitemap
+    from django.test import RequestFactory
+
+    class Products(Sitemap):  # type: ignore[type-arg]
+        limit = len(rows)
+        protocol = "https"
+
+        def items(self) -> list[Row]:
+            return rows
+
+        def location(self, item: Row) -> str:
+            return item[0]
+
+        def lastmod(self, item: Row) -> Any:
+            return item[1]
+
+        def changefreq(self, item: Row) -> str:
+            return item[2]
+
+        def priority(self, item: Row) -> float:
+            return item[3]
+
+    request = RequestFactory().get("/sitemap.xml", HTTP_HOST="shop.example")
+
+    def render() -> bytes:
+        response = sitemap(request, sitemaps={"products": Products})
+        response.render()
+        return bytes(response.content)
+
+    return render
+
+
+def flask_sitemap(rows: list[Row]) -> Render:
+    """flask-sitemap's page view; its generator yields ``(endpoint, values, lastmod, ...)``."""
+    from flask import Flask
+    from flask_sitemap import Sitemap as FlaskSitemap
+
+    app = Flask("flask_sitemap_bench")
+    app.config.update(SERVER_NAME="shop.example", SITEMAP_URL_SCHEME="https", SITEMAP_MAX_URL_COUNT=len(rows))
+
+    @app.get("/p/<slug>")
+    def product(slug: str) -> str:
+        return slug
+
+    values = []
+    for path, *_ in rows:
+        slug, _, query = path[len("/p/") :].partition("?")
+        values.append(dict(kv.split("=") for kv in query.split("&")) | {"slug": slug})
+    extension = FlaskSitemap(app=app)
+
+    @extension.register_generator
+    def products() -> Iterable[tuple[Any, ...]]:
+        for (_, lastmod, changefreq, priority), value in zip(rows, values, strict=True):
+            yield "product", value, lastmod.isoformat(), changefreq, priority
+
+    client = app.test_client()
+
+    def render() -> bytes:
+        response = client.get("/sitemap1.xml")
+        if response.status_code != 200:
+            raise RuntimeError(f"flask-sitemap answered {response.status_code}")
+        return response.data
+
+    return render
+
+
+def asgi_sitemaps(rows: list[Row]) -> Render:
+    """asgi-sitemaps' ASGI app, driven in-process on one event loop."""
+    import asgi_sitemaps as peer
+
+    class Products(peer.Sitemap):  # type: ignore[type-arg]
+        protocol = "https"
+
+        def items(self) -> list[Row]:
+            return rows
+
+        def location(self, item: Row) -> str:
+            return item[0]
+
+        def lastmod(self, item: Row) -> Any:
+            return item[1]
+
+        def changefreq(self, item: Row) -> str:
+            return item[2]
+
+        def priority(self, item: Row) -> float:
+            return item[3]
+
+    app = peer.SitemapApp(Products(), domain="shop.example")
+    loop = asyncio.new_event_loop()
+    scope = {"type": "http", "scheme": "https", "method": "GET", "path": "/sitemap.xml", "headers": []}
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    def render() -> bytes:
+        body: list[bytes] = []
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.body":
+                body.append(message["body"])
+
+        loop.run_until_complete(app(scope, receive, send))
+        return b"".join(body)
+
+    return render
+
+
+# -- compressors alone --------------------------------------------------------------------------
+
+
+def compressor_only(page: bytes) -> dict[str, Render]:
+    """gzip of our page's bytes alone, so the gzip variant's cost can be split."""
+    cases: dict[str, Render] = {"(zlib level 6 alone, our page)": lambda: zlib.compress(page, 6)}
+    try:
+        from isal import isal_zlib  # type: ignore[import-not-found]
+
+        cases["(isal level 1 alone, our page)"] = lambda: isal_zlib.compress(page, 1)
+    except ImportError:
+        pass
+    try:
+        from zlib_ng import zlib_ng  # type: ignore[import-not-found]
+
+        cases["(zlib-ng level 6 alone, our page)"] = lambda: zlib_ng.compress(page, 6)
+    except ImportError:
+        pass
+    return cases
+
+
+# -- running ------------------------------------------------------------------------------------
+
+
+def count_urls(body: bytes) -> int:
+    if body[:2] == b"\x1f\x8b":
+        body = zlib.decompress(body, 16 + zlib.MAX_WBITS)
+    return body.count(b"<loc>")
+
+
+def timed(render: Render) -> float:
+    gc.collect()
+    start = time.perf_counter()
+    render()
+    return time.perf_counter() - start
+
+
+def interleaved(cases: dict[str, Render], rounds: int) -> dict[str, list[float]]:
+    """``rounds`` timings of every case, the starting case rotating each round."""
+    names = list(cases)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for number in range(rounds):
+        shift = number % len(names)
+        for name in names[shift:] + names[:shift]:
+            times[name].append(timed(cases[name]))
+        print(f"  round {number + 1}/{rounds} done", file=sys.stderr)
+    return times
+
+
+def report(
+    cases: dict[str, Render],
+    times: dict[str, list[float]],
+    urls: int,
+    refs: dict[str, str],
+    sizes: dict[str, int],
+) -> str:
+    headers = ["renderer", "URLs/s (median)", "ms/page", "bytes"] + [f"vs {label}" for label in refs]
+    body = []
+    for name in cases:
+        seconds = median(times[name])
+        line: list[object] = [name, fmt_int(urls / seconds), f"{seconds * 1000:,.0f}", f"{sizes[name]:,}"]
+        for ref in refs.values():
+            line.append(ratio(median(times[ref]), seconds))
+        body.append(line)
+    return table(headers, body)
+
+
+def check(cases: dict[str, Render], urls: int) -> dict[str, int]:
+    """Render each case once (a warm-up) and make sure it holds every URL; returns body sizes."""
+    sizes = {}
+    for name, render in cases.items():
+        body = render()
+        if not name.startswith("(") and count_urls(body) != urls:
+            raise RuntimeError(f"{name}: {count_urls(body)} URLs rendered, expected {urls}")
+        sizes[name] = len(body)
+    return sizes
+
+
+def profile(rows: list[Row], top: int = 15) -> str:
+    render = ours_engine(rows)
+    render()
+    profiler = cProfile.Profile()
+    profiler.enable()
+    render()
+    profiler.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out).strip_dirs().sort_stats("tottime")
+    stats.print_stats(top)
+    return out.getvalue()
+
+
+MINIMAL = "minimal f-string, no validation (ceiling)"
+DJANGO = "django.contrib.sitemaps"
+MINIMAL_GZ = "minimal f-string + zlib level 6 (ceiling)"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="render", description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="3 rounds of 10,000 URLs (~10 s)")
+    parser.add_argument("--rounds", type=int, help="interleaved rounds (default 9)")
+    parser.add_argument("--urls", type=int, help="URLs in the page (default 50,000)")
+    parser.add_argument("--profile", action="store_true", help="print a cProfile top-15 of our path")
+    args = parser.parse_args(argv)
+    urls = args.urls or (10_000 if args.quick else 50_000)
+    rounds = args.rounds or (3 if args.quick else 9)
+    rows = make_rows(urls)
+
+    plain: dict[str, Render] = {
+        MINIMAL: minimal(rows),
+        "ours: Engine.page (validate, escape, IRI->URI, W3C dates)": ours_engine(rows),
+        "ours: Sitemaps.wsgi in-process, cache=None": ours_wsgi(rows, gzip=False),
+        "asgi-sitemaps (no escaping: invalid XML)": asgi_sitemaps(rows),
+        "flask-sitemap": flask_sitemap(rows),
+        DJANGO: django_sitemaps(rows),
+    }
+    gzipped: dict[str, Render] = {
+        MINIMAL_GZ: minimal_gzip(rows),
+        "ours: Sitemaps.wsgi gzip, cache=None": ours_wsgi(rows, gzip=True),
+        "ours: Sitemaps.wsgi identity, cache on, cold (stores gzip)": ours_wsgi_cold_cached(rows),
+    }
+    gzipped.update(compressor_only(minimal(rows)()))
+    print(f"render: one page of {urls:,} URLs, {rounds} interleaved rounds, median; {machine()}")
+    sizes = check(plain | gzipped, urls)
+    times = interleaved(plain | gzipped, rounds)
+    print("\nidentity\n")
+    print(report(plain, times, urls, {"minimal": MINIMAL, "django": DJANGO}, sizes))
+    print("\ngzip\n")
+    print(report(gzipped, times, urls, {"minimal+zlib": MINIMAL_GZ}, sizes))
+    if args.profile:
+        print(f"\ncProfile of ours: Engine.page, one page of {urls:,} URLs (by own time)\n")
+        print(profile(rows))
+
+
+if __name__ == "__main__":
+    main()
