@@ -83,20 +83,42 @@ class SitemapASGIMiddleware:
         if route.kind == "robots":
             await self._robots(scope, receive, send, request, service)
             return
-        reply = service.fast_reply(route, request)
-        if isinstance(reply, threading.Event):
-            await _wait(reply)
-            reply = service.fast_reply(route, request)
-        if not isinstance(reply, Reply):
-            reply = await self._render(service, route, request)
+        reply = await self._answer(service, route, request)
         await _send_reply(reply, send, receive, head=request.method == "HEAD", timeout=self._timeout)
 
-    async def _render(self, service: Service, route: Route, request: Request) -> Reply:
+    async def _answer(self, service: Service, route: Route, request: Request) -> Reply:
+        """From the cache on the loop if possible; else a render in a worker thread.
+
+        A request that finds the same document being rendered waits here, on the loop,
+        never in a worker thread: hundreds of such followers would otherwise take every
+        thread of the pool the leader needs to stream its page (a deadlock until timeout).
+        """
+        reply: Reply | threading.Event | None = service.fast_reply(route, request)
+        for _ in range(2):
+            if isinstance(reply, Reply):
+                return reply
+            if isinstance(reply, threading.Event):
+                await _wait(reply)
+                reply = service.fast_reply(route, request)
+                if isinstance(reply, Reply):
+                    return reply
+            reply = await self._render(service, route, request, wait=False)
+        if isinstance(reply, Reply):
+            return reply
+        # Two leaders in a row failed or stalled: render this request on its own.
+        rendered = await self._render(service, route, request, wait=False, alone=True)
+        assert isinstance(rendered, Reply)
+        return rendered
+
+    async def _render(
+        self, service: Service, route: Route, request: Request, *, wait: bool, alone: bool = False
+    ) -> Reply | threading.Event:
         """`Service.reply` in a worker thread, abandoned (503) if it outlives the deadline."""
         try:
             with anyio.fail_after(self._timeout):
                 return await anyio.to_thread.run_sync(
-                    service.reply, route, request, self._run_async, abandon_on_cancel=True
+                    partial(service.reply, route, request, self._run_async, wait=wait, alone=alone),
+                    abandon_on_cancel=True,
                 )
         except TimeoutError:
             return service.timed_out(route, request, self._timeout)

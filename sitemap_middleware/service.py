@@ -132,14 +132,30 @@ class Service:
             self.stats.count(resource.section, "flight_waits")
         return pending
 
-    def reply(self, route: _http.Route, request: Request, run_async: AsyncRunner) -> Reply:
-        """The answer for an index or page route (robots.txt goes through `robots`)."""
+    def reply(
+        self,
+        route: _http.Route,
+        request: Request,
+        run_async: AsyncRunner,
+        *,
+        wait: bool = True,
+        alone: bool = False,
+    ) -> Reply | threading.Event:
+        """The answer for an index or page route (robots.txt goes through `robots`).
+
+        When another request is rendering the same document, ``wait=True`` blocks this
+        thread until it is done; ``wait=False`` returns that render's event instead, for
+        callers whose threads are a shared pool the renderer itself needs (ASGI).
+        ``alone=True`` renders without joining or leading any flight (a last resort).
+        """
         early = _early(route, request)
         if early is not None:
             return early
         try:
             resource = self.resources.resource(route, request.prefix, run_async)
-            return self._reply(resource, route, request, run_async)
+            if alone:
+                return self._render(resource, route, request, run_async, flight=None)
+            return self._reply(resource, route, request, run_async, wait=wait)
         except ProviderError as error:
             self.stats.count(route.section, "provider_errors")
             logger.error("sitemap %s: %s", request.path, error, exc_info=error.__cause__ or error)
@@ -161,8 +177,8 @@ class Service:
         return _unavailable()
 
     def _reply(
-        self, resource: Resource, route: _http.Route, request: Request, run_async: AsyncRunner
-    ) -> Reply:
+        self, resource: Resource, route: _http.Route, request: Request, run_async: AsyncRunner, *, wait: bool
+    ) -> Reply | threading.Event:
         if resource.version is not None:
             validators = self._validators(resource, route, request)
             if _not_modified(validators, request):
@@ -182,6 +198,8 @@ class Service:
                     self._flights.release(resource.key, event)
                     raise
             self.stats.count(resource.section, "flight_waits")
+            if not wait:
+                return event
             event.wait(FOLLOW_TIMEOUT)
         # The leaders failed or are stuck: answer this request on its own.
         return self._render(resource, route, request, run_async, flight=None)

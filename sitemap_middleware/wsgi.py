@@ -65,6 +65,7 @@ class SitemapWSGIMiddleware:
         runner = LoopRunner(self.sitemaps.provider_timeout)
         try:
             reply = service.reply(route, request, runner)
+            assert isinstance(reply, Reply)  # a WSGI thread may wait for another render
         except BaseException:
             runner.close()
             raise

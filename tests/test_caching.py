@@ -477,3 +477,20 @@ def test_robots_with_cookies_is_never_cached(make_client):
     for _ in range(3):
         assert client.get("/robots.txt").status == 200
     assert calls[0] == 3
+
+
+def test_more_concurrent_cold_requests_than_worker_threads_do_not_stall_asgi():
+    # anyio lends 40 worker threads; followers must wait on the event loop, not in a
+    # thread, or they take every thread the leader needs to stream its page.
+    sitemaps, catalogue = gated(followers=40)
+    catalogue.paths = [f"/p/{n}" for n in range(20_000)]  # many chunks: the leader needs threads
+
+    async def main() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=sitemaps.asgi(plain_asgi_app))
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            requests = asyncio.gather(*(client.get(PAGE) for _ in range(120)))
+            return await asyncio.wait_for(requests, timeout=30)
+
+    responses = asyncio.run(main())
+    assert {r.status_code for r in responses} == {200}
+    assert catalogue.calls == 1
