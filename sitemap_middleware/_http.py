@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Container
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from werkzeug.http import http_date, parse_accept_header, parse_date, parse_etags, unquote_etag
@@ -63,6 +64,7 @@ def match_route(path: str, sections: Container[str]) -> Route | None:
     return Route("page", section=match[1], number=int(digits), gz_file=gz_file)
 
 
+@lru_cache(maxsize=512)
 def accepts_gzip(accept_encoding: str | None) -> bool:
     """RFC 9110 §12.5.3: gzip unless refused with q=0 (``*`` counts; ``x-gzip`` is gzip, §8.4.1.3)."""
     if not accept_encoding:
@@ -95,7 +97,7 @@ class Validators:
         if self.etag is not None:
             out.append(("ETag", self.etag))
         if self.last_modified is not None:
-            out.append(("Last-Modified", http_date(self.last_modified)))
+            out.append(("Last-Modified", _http_date(self.last_modified)))
         return out
 
 
@@ -110,13 +112,18 @@ def not_modified(validators: Validators, if_none_match: str | None, if_modified_
             return False
         if if_none_match.strip() == "*":
             return True
-        return parse_etags(if_none_match).contains_weak(unquote_etag(validators.etag)[0])
+        return _etags(if_none_match).contains_weak(unquote_etag(validators.etag)[0])
     if if_modified_since and validators.last_modified is not None:
         since = parse_date(if_modified_since)
         # HTTP dates have no fraction: last_modified is whole seconds already.
         return since is not None and validators.last_modified <= since.timestamp()
     return False
 
+
+# Crawlers send the same few header values over and over: parse each once. Bounded, so
+# a client sending a new value with every request only costs the parse.
+_http_date = lru_cache(maxsize=1024)(http_date)
+_etags = lru_cache(maxsize=1024)(parse_etags)
 
 # RFC 9110 §15.4.5: a 304 carries the validators and caching headers, nothing about a body.
 NOT_MODIFIED_HEADERS = frozenset({"etag", "last-modified", "cache-control", "vary", "date", "expires"})

@@ -29,7 +29,10 @@ class Stats:
 
     def count(self, section: str, name: str, amount: int = 1) -> None:
         with self._lock:
-            self._counters.setdefault(section, Counter())[name] += amount
+            counter = self._counters.get(section)
+            if counter is None:
+                counter = self._counters[section] = Counter()
+            counter[name] += amount
 
     def skip(self, section: str, error: EntryError, raw: object) -> None:
         """Record and log one skipped entry, with its section and the reason."""
