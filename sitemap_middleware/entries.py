@@ -44,13 +44,14 @@ _NEEDS_QUOTING = re.compile(r"[^A-Za-z0-9\-._~:/?#@!$&'()*+,;=%]|%(?![0-9A-Fa-f]
 _STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 # A path or URL made only of these needs no quoting and holds nothing to reject: the fast path.
 _PLAIN = re.compile(r"[A-Za-z0-9\-._~:/?@!$&'()*+,;=]*")
+# The same, for a path on our site ("/..." but not "//host/..."), checked in one match.
+_PLAIN_PATH = re.compile(r"/(?!/)[A-Za-z0-9\-._~:/?@!$&'()*+,;=]*")
 # XML 1.0 forbids C0 controls except tab/LF/CR; in a URL even those are malformed.
 _CONTROL = re.compile(r"[\x00-\x20\x7f-\x9f]")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-@dataclass(frozen=True, slots=True)
-class Url:
+class Url(NamedTuple):
     """One page of the site, as a provider describes it.
 
     Example::
@@ -65,6 +66,8 @@ class Url:
 
     Nothing is checked here: values are validated when the entry is rendered, and a
     bad entry is skipped and logged (or raises, with ``Sitemaps(strict=True)``).
+    Immutable; a NamedTuple rather than a frozen dataclass because providers build
+    millions of them and a frozen dataclass costs twice as much to construct.
     """
 
     loc: str
@@ -208,28 +211,32 @@ class Normaliser:
     loc is a path as the app sees it, so it is joined below ``base_url`` + ``prefix``.
     """
 
-    __slots__ = ("_origin_slash", "_priorities", "_root", "site")
+    __slots__ = ("_max_path", "_min_path", "_origin_slash", "_priorities", "_root", "site")
 
     def __init__(self, site: Site, prefix: str = "") -> None:
         self.site = site
         self._root = site.root + prefix  # relative locs live under the app's mount point
+        # Plain paths within these lengths are neither too long nor too short as URLs.
+        self._min_path = MIN_LOC_LENGTH - len(self._root)
+        self._max_path = MAX_LOC_LENGTH + 1 - len(self._root)
         self._origin_slash = site.origin + "/"
         self._priorities: dict[object, str] = {}
 
     def __call__(self, raw: object) -> NormalUrl:
-        if type(raw) is Url:
-            url = raw
+        # This runs once per URL: unpacking, local lookups and the inlined common cases
+        # below are measured choices (benchmarks/render.py), not style.
+        if type(raw) is Url or isinstance(raw, Url):
+            loc, lastmod, changefreq, priority = raw
         elif isinstance(raw, str):
             return NormalUrl(self.loc(raw), None, None, None)
-        elif isinstance(raw, Url):
-            url = raw
         elif isinstance(raw, Mapping):
-            url = _from_mapping(raw)
+            loc, lastmod, changefreq, priority = _from_mapping(raw)
         else:
             raise EntryError("unsupported entry type", type(raw).__name__)
-        lastmod = url.lastmod
-        changefreq = url.changefreq
-        priority = url.priority
+        if type(loc) is str and self._min_path <= len(loc) < self._max_path and _PLAIN_PATH.fullmatch(loc):
+            loc_text = (self._root + loc).replace("&", "&amp;")  # a plain path on our site
+        else:
+            loc_text = self.loc(loc)
         priority_text: str | None
         if type(priority) is float:
             # Only exact floats share the cache: True == 1 and an unhashable value would
@@ -251,8 +258,8 @@ class Normaliser:
         changefreq_text = _CHANGEFREQ_TEXT.get(changefreq) if type(changefreq) is str else None
         if changefreq_text is None and changefreq is not None:
             changefreq_text = _changefreq(changefreq)
-        # tuple.__new__ skips NamedTuple's Python-level constructor: this runs per URL.
-        return _new_tuple(NormalUrl, (self.loc(url.loc), lastmod_text, changefreq_text, priority_text))
+        # tuple.__new__ skips NamedTuple's Python-level constructor.
+        return _new_tuple(NormalUrl, (loc_text, lastmod_text, changefreq_text, priority_text))
 
     def loc(self, loc: object) -> str:
         """Validate and canonicalise one loc; the result is absolute, ASCII and XML-escaped."""
@@ -260,7 +267,7 @@ class Normaliser:
             raise EntryError("invalid loc", f"{type(loc).__name__} is not a string")
         if not loc:
             raise EntryError("invalid loc", "empty")
-        if loc[0] == "/" and loc[1:2] != "/" and _PLAIN.fullmatch(loc) is not None:
+        if _PLAIN_PATH.fullmatch(loc) is not None:
             absolute = self._root + loc  # the common case: a plain path on our site
         elif loc.startswith(self._origin_slash) and _PLAIN.fullmatch(loc) is not None:
             absolute = loc
