@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from functools import partial
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.from_thread
@@ -26,6 +26,9 @@ from .errors import ProviderError
 from .providers import AsyncRunner, within
 from .service import FOLLOW_TIMEOUT, Reply, Request, Service, unknown_host
 from .sites import HOST_HEADERS
+
+if TYPE_CHECKING:
+    from .sitemaps import Sitemaps
 
 T = TypeVar("T")
 Scope = MutableMapping[str, Any]
@@ -49,7 +52,7 @@ class SitemapASGIMiddleware:
     - ``sitemaps``: the `Sitemaps` configuration.
     """
 
-    def __init__(self, app: ASGIApp, *, sitemaps: Any) -> None:
+    def __init__(self, app: ASGIApp, *, sitemaps: Sitemaps) -> None:
         self.app = app
         self.sitemaps = sitemaps
         self._service = sitemaps.service
