@@ -80,6 +80,7 @@ def page_filename(section: str, number: int) -> str:
     return f"/sitemap-{section}-{number}.xml"
 
 
+@lru_cache(maxsize=64)
 def mount_prefix(script_name: str) -> str:
     """SCRIPT_NAME / root_path as the URI path our emitted URLs start with."""
     return quote_uri(script_name.rstrip("/"))

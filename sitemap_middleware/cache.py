@@ -98,8 +98,9 @@ class MemoryStore:
             self._documents[key] = document
 
     def generation(self, section: str) -> str:
-        with self._lock:
-            return f"{self._epoch}.{self._generations.get(section, 0)}"
+        # No lock: read on every request, and a read racing `invalidate` returns either
+        # token (or a mix that matches no stored key): never a document from before.
+        return f"{self._epoch}.{self._generations.get(section, 0)}"
 
     def invalidate(self, section: str | None = None) -> None:
         with self._lock:

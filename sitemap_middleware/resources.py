@@ -66,6 +66,9 @@ class Resources:
         self.site = site
         self.sections = sections
         self.store = store
+        # Pages of sections without a declared version, by route and prefix: their key
+        # only changes with the generation, so a cached hit need not rebuild it.
+        self._pages: dict[tuple[Route, str], tuple[str, Resource]] = {}
 
     def declares_version(self, route: Route) -> bool:
         if route.kind == "index":
@@ -109,18 +112,27 @@ class Resources:
             key = f"index|{root}{prefix}|{generations}|{token}"
             return Resource("index", "", key, f"index|{root}{prefix}", combined)
         section = self.sections[route.section]
-        version = self.version(section, run_async)
         generation = store.generation(section.name) if store else ""
+        if section.version is None:
+            memo = self._pages.get((route, prefix))
+            if memo is not None and memo[0] == generation:
+                return memo[1]
+        version = self.version(section, run_async)
         if version is not None:
             token = f"{root}{prefix}|{section.name}:{section.page_size}:{route.number}:{version.token}"
             version = Version(token, version.time)
-        return Resource(
+        resource = Resource(
             "page",
             section.name,
             f"page|{root}{prefix}|{section.name}|{generation}|{route.number}|{version and version.token}",
             f"page|{root}{prefix}|{section.name}|{route.number}",
             version,
         )
+        if version is None:
+            if len(self._pages) >= 10_000:
+                self._pages.clear()  # bounded: paths come from clients
+            self._pages[(route, prefix)] = (generation, resource)
+        return resource
 
 
 def version_etag(resource: Resource) -> str:
