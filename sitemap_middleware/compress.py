@@ -14,7 +14,7 @@ __all__ = ["GZIP_LEVEL", "GzipWriter", "gunzip_stream", "gzip_bytes", "gzip_stre
 
 GZIP_LEVEL = 6
 _GZIP_WBITS = 16 + zlib.MAX_WBITS  # gzip container, mtime 0, no name
-_INFLATE_CHUNK = 256 * 1024
+_INFLATE_CHUNK = 1024 * 1024  # few, large pieces: each costs a thread hop under ASGI
 
 
 class GzipWriter:
