@@ -20,6 +20,7 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
+from anyio.lowlevel import RunVar
 
 from ._http import TEXT_TYPE, Route, mount_prefix
 from .errors import ProviderError
@@ -59,6 +60,10 @@ class SitemapASGIMiddleware:
         self._timeout: float | None = sitemaps.provider_timeout
         # Async providers run on this app's event loop, under the same deadline.
         self._run_async: AsyncRunner = partial(_on_loop, self._timeout)
+        # Rendering is CPU-bound Python: every thread doing it competes with the event
+        # loop for the GIL, so a few threads serve cold pages and the app stays responsive.
+        self._render_threads = sitemaps.render_threads
+        self._limiters: RunVar[anyio.CapacityLimiter] = RunVar(f"sitemap_render_limiter_{id(self)}")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -87,7 +92,23 @@ class SitemapASGIMiddleware:
             await self._robots(scope, receive, send, request, service)
             return
         reply = await self._answer(service, route, request)
-        await _send_reply(reply, send, receive, head=request.method == "HEAD", timeout=self._timeout)
+        await _send_reply(
+            reply,
+            send,
+            receive,
+            head=request.method == "HEAD",
+            timeout=self._timeout,
+            limiter=self._limiter(),
+        )
+
+    def _limiter(self) -> anyio.CapacityLimiter:
+        """This event loop's limiter (a limiter must not cross event loops)."""
+        try:
+            return self._limiters.get()
+        except LookupError:
+            limiter = anyio.CapacityLimiter(self._render_threads)
+            self._limiters.set(limiter)
+            return limiter
 
     async def _answer(self, service: Service, route: Route, request: Request) -> Reply:
         """From the cache on the loop if possible; else a render in a worker thread.
@@ -122,6 +143,7 @@ class SitemapASGIMiddleware:
                 return await anyio.to_thread.run_sync(
                     partial(service.reply, route, request, self._run_async, wait=wait, alone=alone),
                     abandon_on_cancel=True,
+                    limiter=self._limiter(),
                 )
         except TimeoutError:
             return service.timed_out(route, request, self._timeout)
@@ -184,7 +206,13 @@ def _route_path(scope: Scope) -> str:
 
 
 async def _send_reply(
-    reply: Reply, send: Send, receive: Receive, *, head: bool, timeout: float | None = None
+    reply: Reply,
+    send: Send,
+    receive: Receive,
+    *,
+    head: bool,
+    timeout: float | None = None,
+    limiter: anyio.CapacityLimiter | None = None,
 ) -> None:
     headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in reply.headers]
     body = reply.body
@@ -195,7 +223,7 @@ async def _send_reply(
         elif isinstance(body, bytes):
             await send({"type": "http.response.body", "body": body})
         else:
-            await _stream(body, send, receive, timeout)
+            await _stream(body, send, receive, timeout, limiter)
     finally:
         if not isinstance(body, bytes):
             # Closing the stream closes the provider's iterator (cursors, connections),
@@ -204,7 +232,13 @@ async def _send_reply(
                 await anyio.to_thread.run_sync(_close, reply)
 
 
-async def _stream(chunks: Iterator[bytes], send: Send, receive: Receive, timeout: float | None) -> None:
+async def _stream(
+    chunks: Iterator[bytes],
+    send: Send,
+    receive: Receive,
+    timeout: float | None,
+    limiter: anyio.CapacityLimiter | None,
+) -> None:
     """Send ``chunks`` as they are produced; stop as soon as the client goes away.
 
     Servers may drop messages sent after a disconnect without an error (uvicorn
@@ -215,7 +249,7 @@ async def _stream(chunks: Iterator[bytes], send: Send, receive: Receive, timeout
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(_cancel_on_disconnect, receive, group.cancel_scope)
-            while (chunk := await _next_chunk(chunks, done, timeout)) is not done:
+            while (chunk := await _next_chunk(chunks, done, timeout, limiter)) is not done:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b""})
             group.cancel_scope.cancel()
@@ -226,11 +260,13 @@ async def _stream(chunks: Iterator[bytes], send: Send, receive: Receive, timeout
         raise
 
 
-async def _next_chunk(chunks: Iterator[bytes], done: object, timeout: float | None) -> Any:
+async def _next_chunk(
+    chunks: Iterator[bytes], done: object, timeout: float | None, limiter: anyio.CapacityLimiter | None
+) -> Any:
     """The next chunk, from a worker thread; a provider stalled past the deadline aborts the page."""
     try:
         with anyio.fail_after(timeout):
-            return await anyio.to_thread.run_sync(next, chunks, done, abandon_on_cancel=True)
+            return await anyio.to_thread.run_sync(next, chunks, done, abandon_on_cancel=True, limiter=limiter)
     except TimeoutError:
         raise ProviderError(f"the provider produced nothing for {timeout} s: page aborted") from None
 

@@ -76,6 +76,9 @@ class Sitemaps:
       streaming. Enforced for async providers everywhere and for sync providers under
       ASGI; a sync provider under WSGI cannot be interrupted (use your server's worker
       timeout). ``None`` waits forever.
+    - ``render_threads``: under ASGI, how many worker threads may render (or run sync
+      providers) at once per event loop. Rendering holds the GIL, so more threads
+      only slow the app's own requests; raise it for providers that mostly wait on I/O.
     - ``clock``: wall clock for ``Last-Modified``; inject a fake one in tests.
     """
 
@@ -93,6 +96,7 @@ class Sitemaps:
         reject_unknown_hosts: bool = False,
         trust_forwarded: bool = False,
         provider_timeout: float | None = DEFAULT_PROVIDER_TIMEOUT,
+        render_threads: int = 4,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.sites = Sites(
@@ -116,6 +120,9 @@ class Sitemaps:
                 f"provider_timeout must be a positive number or None, not {provider_timeout!r}"
             )
         self.provider_timeout = provider_timeout
+        if isinstance(render_threads, bool) or not isinstance(render_threads, int) or render_threads < 1:
+            raise ConfigurationError(f"render_threads must be an int >= 1, not {render_threads!r}")
+        self.render_threads = render_threads
         self.stats = Stats()
         self._sections: dict[str, Section] = {}
         if cache is True:
