@@ -387,13 +387,24 @@ class Service:
         version = self.resources.version(section, run_async)
         generation = self.store.generation(section.name)
         key = f"plan|{self.engine.site.root}{prefix}|{section.name}|{generation}|{version and version.token}"
-        stored = self.store.get(key)
-        if stored is not None:
-            return PagePlan.from_bytes(stored.body)
-        plan = self.engine.plan(section, run_async, prefix=prefix)
-        body = plan.to_bytes()
-        self.store.set(key, Document(body, "", 0, len(body)))
-        return plan
+        for _ in range(2):
+            stored = self.store.get(key)
+            if stored is not None:
+                return PagePlan.from_bytes(stored.body)
+            # Single-flight here too: measuring a big section is the costliest thing we do,
+            # and every cold page but the first asks for it at once.
+            leader, event = self._flights.claim(key)
+            if leader:
+                try:
+                    plan = self.engine.plan(section, run_async, prefix=prefix)
+                    body = plan.to_bytes()
+                    self.store.set(key, Document(body, "", 0, len(body)))
+                    return plan
+                finally:
+                    self._flights.release(key, event)
+            self.stats.count(section.name, "flight_waits")
+            event.wait(FOLLOW_TIMEOUT)
+        return self.engine.plan(section, run_async, prefix=prefix)
 
     # -- robots.txt --------------------------------------------------------------------------
 

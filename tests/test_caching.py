@@ -307,10 +307,10 @@ class GatedCatalogue(Catalogue):
         yield from self.paths
 
 
-def gated(followers: int) -> tuple[Sitemaps, GatedCatalogue]:
+def gated(followers: int, **options: Any) -> tuple[Sitemaps, GatedCatalogue]:
     ref: list[Sitemaps] = []
     catalogue = GatedCatalogue(ref, followers)
-    sitemaps, _ = build(catalogue)
+    sitemaps, _ = build(catalogue, **options)
     ref.append(sitemaps)
     return sitemaps, catalogue
 
@@ -494,3 +494,23 @@ def test_more_concurrent_cold_requests_than_worker_threads_do_not_stall_asgi():
     responses = asyncio.run(main())
     assert {r.status_code for r in responses} == {200}
     assert catalogue.calls == 1
+
+
+def test_concurrent_cold_pages_of_one_section_measure_it_once():
+    sitemaps, catalogue = gated(followers=7, page_size=50)  # 500 URLs: pages 1 to 10
+    app = sitemaps.wsgi(plain_wsgi_app)
+    statuses: list[int] = []
+
+    def fetch(number: int) -> None:
+        response = WerkzeugClient(app).get(f"/sitemap-products-{number}.xml")
+        statuses.append(response.status_code)
+        response.get_data()
+        response.close()
+
+    threads = [threading.Thread(target=fetch, args=(n,)) for n in range(2, 10)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert statuses == [200] * 8
+    assert catalogue.calls == 1 + 8  # one plan for all eight pages, then each page's render
