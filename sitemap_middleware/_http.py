@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from werkzeug.http import http_date, parse_accept_header, parse_date, parse_etags, unquote_etag
+from werkzeug.http import http_date, parse_accept_header, parse_date, parse_etags
 
 from .entries import quote_uri
 
@@ -90,7 +90,7 @@ def mount_prefix(script_name: str) -> str:
 class Validators:
     """What conditional requests are compared with: a strong ETag and a Last-Modified."""
 
-    etag: str | None  # quoted, e.g. '"3f2a…"'
+    etag: str | None  # strong and quoted, e.g. '"3f2a…"' (never weak: we make them all)
     last_modified: int | None  # epoch seconds
 
     def headers(self) -> list[tuple[str, str]]:
@@ -113,7 +113,7 @@ def not_modified(validators: Validators, if_none_match: str | None, if_modified_
             return False
         if if_none_match.strip() == "*":
             return True
-        return _etags(if_none_match).contains_weak(unquote_etag(validators.etag)[0])
+        return _etags(if_none_match).contains_weak(validators.etag[1:-1])  # ours are all '"…"'
     if if_modified_since and validators.last_modified is not None:
         since = parse_date(if_modified_since)
         # HTTP dates have no fraction: last_modified is whole seconds already.

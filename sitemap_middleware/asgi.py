@@ -214,7 +214,9 @@ async def _send_reply(
     timeout: float | None = None,
     limiter: anyio.CapacityLimiter | None = None,
 ) -> None:
-    headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in reply.headers]
+    headers = reply.raw_headers
+    if headers is None:
+        headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in reply.headers]
     body = reply.body
     try:
         await send({"type": "http.response.start", "status": reply.status, "headers": headers})

@@ -63,11 +63,29 @@ class Reply:
     # Called when the body cannot be closed (a stalled provider holds it in another
     # thread): gives up whatever the render holds, so other requests need not wait.
     abandon: Callable[[], None] | None = None
+    # The same headers as ASGI wants them, when they were encoded once ahead of time.
+    raw_headers: list[tuple[bytes, bytes]] | None = None
 
     def close(self) -> None:
         close = getattr(self.body, "close", None)
         if close is not None:
             close()
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """What every hit on one stored document in one representation shares."""
+
+    document: Document
+    validators: Validators
+    ok: list[tuple[str, str]]
+    not_modified: list[tuple[str, str]]
+    raw_ok: list[tuple[bytes, bytes]]
+    raw_not_modified: list[tuple[bytes, bytes]]
+
+
+def _encode(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+    return [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +123,7 @@ class Service:
         # The newest index rendered per mount prefix, served when a provider fails.
         self._last_good_index: LRUCache[str, Document] = LRUCache(maxsize=64)
         self._memory_lock = threading.Lock()
+        self._prepared: dict[tuple[str, bool, bool], _Prepared] = {}
 
     def match(self, path: str) -> _http.Route | None:
         return _http.match_route(path, self.sections)
@@ -213,39 +232,59 @@ class Service:
         *,
         hit: bool = True,
     ) -> Reply:
-        validators = _representation(Validators(f'"{document.etag}"', document.last_modified), route, request)
-        if _not_modified(validators, request):
-            return self._not_modified(validators, resource, route)
+        gzip = _wants_gzip(route, request)
+        prepared = self._prepare(document, resource, route, gzip)
+        if _not_modified(prepared.validators, request):
+            self.stats.count(resource.section, "not_modified")
+            return Reply(304, prepared.not_modified, raw_headers=prepared.raw_not_modified)
         if hit:
             self.stats.count(resource.section, "cache_hits")
         self.stats.count(resource.section, "served")
-        headers = self._headers(route, request) + validators.headers()
-        if _wants_gzip(route, request):
-            headers.append(("Content-Length", str(len(document.body))))
-            body: bytes | Iterator[bytes] = document.body
-        else:
-            headers.append(("Content-Length", str(document.size)))
-            body = gunzip_stream(document.body)
         if request.method == "HEAD":
-            body = b""
-        return Reply(200, headers, body)
+            body: bytes | Iterator[bytes] = b""
+        else:
+            body = document.body if gzip else gunzip_stream(document.body)
+        return Reply(200, prepared.ok, body, raw_headers=prepared.raw_ok)
+
+    def _prepare(self, document: Document, resource: Resource, route: _http.Route, gzip: bool) -> _Prepared:
+        """Validators and both header sets of one stored document, built once per representation.
+
+        Cached hits and 304s are the hot path (crawlers revalidate far more often than
+        pages change): formatting dates and headers per request was half their cost.
+        """
+        key = (resource.key, route.gz_file, gzip)
+        prepared = self._prepared.get(key)
+        if prepared is not None and prepared.document is document:
+            return prepared
+        validators = _representation(Validators(f'"{document.etag}"', document.last_modified), gzip)
+        ok = self._headers(route, gzip) + validators.headers()
+        ok.append(("Content-Length", str(len(document.body) if gzip else document.size)))
+        not_modified = self._not_modified_headers(validators, route)
+        prepared = _Prepared(document, validators, ok, not_modified, _encode(ok), _encode(not_modified))
+        if len(self._prepared) >= 10_000:
+            self._prepared.clear()  # bounded: keys come from documents, which come and go
+        self._prepared[key] = prepared
+        return prepared
 
     def _not_modified(self, validators: Validators, resource: Resource, route: _http.Route) -> Reply:
         self.stats.count(resource.section, "not_modified")
+        return Reply(304, self._not_modified_headers(validators, route))
+
+    def _not_modified_headers(self, validators: Validators, route: _http.Route) -> list[tuple[str, str]]:
         headers = validators.headers()
         if self.policy.cache_control:
             headers.append(("Cache-Control", self.policy.cache_control))
         if not route.gz_file:
             headers.append(("Vary", "Accept-Encoding"))
-        return Reply(304, headers)
+        return headers
 
-    def _headers(self, route: _http.Route, request: Request) -> list[tuple[str, str]]:
+    def _headers(self, route: _http.Route, gzip: bool) -> list[tuple[str, str]]:
         if route.gz_file:
             # A .gz file is a gzip document, not an encoded XML one: no Content-Encoding.
             headers = [("Content-Type", _http.GZIP_TYPE)]
         else:
             headers = [("Content-Type", _http.XML_TYPE), ("Vary", "Accept-Encoding")]
-            if _wants_gzip(route, request):
+            if gzip:
                 headers.append(("Content-Encoding", "gzip"))
         if self.policy.cache_control:
             headers.append(("Cache-Control", self.policy.cache_control))
@@ -289,7 +328,7 @@ class Service:
         if stream is None:
             release()
             return _plain(404, b"Not Found\n")
-        headers = self._headers(route, request)
+        headers = self._headers(route, _wants_gzip(route, request))
         if resource.version is not None:
             headers += self._validators(resource, route, request).headers()
         self.stats.count(resource.section, "served")
@@ -369,7 +408,7 @@ class Service:
         with self._memory_lock:
             seen = self._first_seen.get(resource.stable)
         last_modified = resource.version.time or (seen[1] if seen and seen[0] == etag else None)
-        return _representation(Validators(f'"{etag}"', last_modified), route, request)
+        return _representation(Validators(f'"{etag}"', last_modified), _wants_gzip(route, request))
 
     # -- plans, keys and versions ------------------------------------------------------------
 
@@ -471,9 +510,9 @@ def _wants_gzip(route: _http.Route, request: Request) -> bool:
     return route.gz_file or _http.accepts_gzip(request.header("accept-encoding"))
 
 
-def _representation(validators: Validators, route: _http.Route, request: Request) -> Validators:
+def _representation(validators: Validators, gzip: bool) -> Validators:
     """The gzip representation is other bytes, so it gets its own (derived) strong ETag."""
-    if validators.etag is not None and _wants_gzip(route, request):
+    if validators.etag is not None and gzip:
         return Validators(validators.etag[:-1] + '-gz"', validators.last_modified)
     return validators
 
