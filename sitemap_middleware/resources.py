@@ -66,8 +66,8 @@ class Resources:
         self.site = site
         self.sections = sections
         self.store = store
-        # Pages of sections without a declared version, by route and prefix: their key
-        # only changes with the generation, so a cached hit need not rebuild it.
+        # Documents of sections without a declared version, by route and prefix: their
+        # key only changes with the generation(s), so a cached hit need not rebuild it.
         self._pages: dict[tuple[Route, str], tuple[str, Resource]] = {}
 
     def declares_version(self, route: Route) -> bool:
@@ -99,8 +99,11 @@ class Resources:
         root = self.site.root
         if route.kind == "index":
             sections = list(self.sections.values())
-            versions = [self.version(s, run_async) for s in sections]
             generations = ",".join(store.generation(s.name) for s in sections) if store else ""
+            memo = self._pages.get((route, prefix))
+            if memo is not None and memo[0] == generations and not self.declares_version(route):
+                return memo[1]
+            versions = [self.version(s, run_async) for s in sections]
             token = "|".join(
                 f"{s.name}:{s.page_size}:{v and v.token}" for s, v in zip(sections, versions, strict=True)
             )
@@ -110,7 +113,8 @@ class Resources:
                 latest = None if None in times else max(t for t in times if t is not None)
                 combined = Version(f"{root}{prefix}|{token}", latest)
             key = f"index|{root}{prefix}|{generations}|{token}"
-            return Resource("index", "", key, f"index|{root}{prefix}", combined)
+            resource = Resource("index", "", key, f"index|{root}{prefix}", combined)
+            return self._remember(route, prefix, generations, resource)
         section = self.sections[route.section]
         generation = store.generation(section.name) if store else ""
         if section.version is None:
@@ -128,7 +132,10 @@ class Resources:
             f"page|{root}{prefix}|{section.name}|{route.number}",
             version,
         )
-        if version is None:
+        return self._remember(route, prefix, generation, resource)
+
+    def _remember(self, route: Route, prefix: str, generation: str, resource: Resource) -> Resource:
+        if resource.version is None:
             if len(self._pages) >= 10_000:
                 self._pages.clear()  # bounded: paths come from clients
             self._pages[(route, prefix)] = (generation, resource)
