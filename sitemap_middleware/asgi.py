@@ -11,6 +11,7 @@ loop (`anyio.from_thread.run`), where their connections live. Non-``http`` scope
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from functools import partial
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from .sitemaps import Sitemaps
 
 T = TypeVar("T")
+_NO_LIMIT = contextlib.nullcontext()
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -138,13 +140,9 @@ class SitemapASGIMiddleware:
         self, service: Service, route: Route, request: Request, *, wait: bool, alone: bool = False
     ) -> Reply | threading.Event:
         """`Service.reply` in a worker thread, abandoned (503) if it outlives the deadline."""
+        call = partial(service.reply, route, request, self._run_async, wait=wait, alone=alone)
         try:
-            with anyio.fail_after(self._timeout):
-                return await anyio.to_thread.run_sync(
-                    partial(service.reply, route, request, self._run_async, wait=wait, alone=alone),
-                    abandon_on_cancel=True,
-                    limiter=self._limiter(),
-                )
+            return await _in_thread(call, self._limiter(), self._timeout)
         except TimeoutError:
             return service.timed_out(route, request, self._timeout)
 
@@ -267,10 +265,22 @@ async def _next_chunk(
 ) -> Any:
     """The next chunk, from a worker thread; a provider stalled past the deadline aborts the page."""
     try:
-        with anyio.fail_after(timeout):
-            return await anyio.to_thread.run_sync(next, chunks, done, abandon_on_cancel=True, limiter=limiter)
+        return await _in_thread(partial(next, chunks, done), limiter, timeout)
     except TimeoutError:
         raise ProviderError(f"the provider produced nothing for {timeout} s: page aborted") from None
+
+
+async def _in_thread(
+    func: Callable[[], T], limiter: anyio.CapacityLimiter | None, timeout: float | None
+) -> T:
+    """``func()`` in a worker thread, once ``limiter`` lends one; the deadline starts then.
+
+    Waiting for a render thread is queueing, not a hung provider: a busy server must not
+    answer 503 to requests that merely waited their turn.
+    """
+    async with limiter if limiter is not None else _NO_LIMIT:
+        with anyio.fail_after(timeout):
+            return await anyio.to_thread.run_sync(func, abandon_on_cancel=True)
 
 
 def _on_loop(timeout: float | None, func: Callable[..., Awaitable[T]], /, *args: Any) -> T:
