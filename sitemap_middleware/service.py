@@ -74,9 +74,13 @@ class Reply:
 
 @dataclass(frozen=True, slots=True)
 class _Prepared:
-    """What every hit on one stored document in one representation shares."""
+    """What every hit on one stored document in one representation shares.
 
-    document: Document
+    Holds the document's fingerprint, never the document: the cache alone decides how
+    long a body stays in memory.
+    """
+
+    fingerprint: tuple[str, int, int, int]
     validators: Validators
     ok: list[tuple[str, str]]
     not_modified: list[tuple[str, str]]
@@ -253,14 +257,15 @@ class Service:
         pages change): formatting dates and headers per request was half their cost.
         """
         key = (resource.key, route.gz_file, gzip)
+        fingerprint = (document.etag, document.last_modified, document.size, len(document.body))
         prepared = self._prepared.get(key)
-        if prepared is not None and prepared.document is document:
+        if prepared is not None and prepared.fingerprint == fingerprint:
             return prepared
         validators = _representation(Validators(f'"{document.etag}"', document.last_modified), gzip)
         ok = self._headers(route, gzip) + validators.headers()
         ok.append(("Content-Length", str(len(document.body) if gzip else document.size)))
         not_modified = self._not_modified_headers(validators, route)
-        prepared = _Prepared(document, validators, ok, not_modified, _encode(ok), _encode(not_modified))
+        prepared = _Prepared(fingerprint, validators, ok, not_modified, _encode(ok), _encode(not_modified))
         if len(self._prepared) >= 10_000:
             self._prepared.clear()  # bounded: keys come from documents, which come and go
         self._prepared[key] = prepared
