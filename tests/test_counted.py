@@ -128,9 +128,3 @@ def test_count_must_be_callable():
 def test_max_page_bytes_is_checked_at_construction(size):
     with pytest.raises(ConfigurationError, match="max_page_bytes"):
         Sitemaps(base_url=BASE, max_page_bytes=size)
-
-
-@pytest.mark.parametrize("threads", [0, -1, 1.5, True])
-def test_render_threads_is_checked_at_construction(threads):
-    with pytest.raises(ConfigurationError, match="render_threads"):
-        Sitemaps(base_url=BASE, render_threads=threads)

@@ -112,3 +112,9 @@ def test_sync_provider_stalling_mid_page_under_asgi_aborts_and_caches_nothing(bl
 def test_provider_timeout_is_checked_at_construction(value):
     with pytest.raises(ConfigurationError, match="provider_timeout"):
         Sitemaps(base_url=BASE, provider_timeout=value)
+
+
+@pytest.mark.parametrize("threads", [0, -1, 1.5, True])
+def test_render_threads_is_checked_at_construction(threads):
+    with pytest.raises(ConfigurationError, match="render_threads"):
+        Sitemaps(base_url=BASE, render_threads=threads)
