@@ -26,7 +26,8 @@ from anyio.lowlevel import RunVar
 from ._http import TEXT_TYPE, Route, mount_prefix
 from .errors import ProviderError
 from .providers import AsyncRunner, within
-from .service import FOLLOW_TIMEOUT, Reply, Request, Service, unknown_host
+from .replies import Reply, Request, unknown_host
+from .service import FOLLOW_TIMEOUT, Service
 from .sites import HOST_HEADERS
 
 if TYPE_CHECKING:

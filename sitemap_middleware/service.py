@@ -17,7 +17,6 @@ import hashlib
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from cachetools import LRUCache
@@ -29,75 +28,15 @@ from .compress import GzipWriter, gunzip_stream, gzip_bytes, gzip_stream
 from .engine import Engine, PagePlan
 from .errors import ProviderError
 from .providers import AsyncRunner, Section
+from .replies import HeaderPolicy, Prepared, Reply, Request, early, encode, plain, unavailable
 from .resources import Resource, Resources, version_etag
 from .robots import default_robots, merge_robots
 from .stats import Stats, logger
 
-__all__ = ["HeaderPolicy", "Reply", "Request", "Service", "unknown_host"]
+__all__ = ["FOLLOW_TIMEOUT", "Service"]
 
-RETRY_AFTER_SECONDS = 120
 # A follower waits this long for the leader's render before rendering on its own.
 FOLLOW_TIMEOUT = 60.0
-
-
-@dataclass(frozen=True, slots=True)
-class Request:
-    """What we read from a request: method, path below the mount prefix, a few headers."""
-
-    method: str
-    path: str
-    prefix: str = ""
-    headers: Mapping[str, str] = field(default_factory=dict)  # lowercase names
-
-    def header(self, name: str) -> str | None:
-        return self.headers.get(name) or None
-
-
-@dataclass(slots=True)
-class Reply:
-    """Status, headers and a body (bytes, or a stream the adapter must close)."""
-
-    status: int
-    headers: list[tuple[str, str]]
-    body: bytes | Iterator[bytes] = b""
-    # Called when the body cannot be closed (a stalled provider holds it in another
-    # thread): gives up whatever the render holds, so other requests need not wait.
-    abandon: Callable[[], None] | None = None
-    # The same headers as ASGI wants them, when they were encoded once ahead of time.
-    raw_headers: list[tuple[bytes, bytes]] | None = None
-
-    def close(self) -> None:
-        close = getattr(self.body, "close", None)
-        if close is not None:
-            close()
-
-
-@dataclass(frozen=True, slots=True)
-class _Prepared:
-    """What every hit on one stored document in one representation shares.
-
-    Holds the document's fingerprint, never the document: the cache alone decides how
-    long a body stays in memory.
-    """
-
-    fingerprint: tuple[str, int, int, int]
-    validators: Validators
-    ok: list[tuple[str, str]]
-    not_modified: list[tuple[str, str]]
-    raw_ok: list[tuple[bytes, bytes]]
-    raw_not_modified: list[tuple[bytes, bytes]]
-
-
-def _encode(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
-    return [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers]
-
-
-@dataclass(frozen=True, slots=True)
-class HeaderPolicy:
-    """Headers every sitemap document carries (configured on `Sitemaps`)."""
-
-    cache_control: str | None
-    robots_tag: str | None
 
 
 class Service:
@@ -127,7 +66,7 @@ class Service:
         # The newest index rendered per mount prefix, served when a provider fails.
         self._last_good_index: LRUCache[str, Document] = LRUCache(maxsize=64)
         self._memory_lock = threading.Lock()
-        self._prepared: dict[tuple[str, bool, bool], _Prepared] = {}
+        self._prepared: dict[tuple[str, bool, bool], Prepared] = {}
 
     def match(self, path: str) -> _http.Route | None:
         return _http.match_route(path, self.sections)
@@ -143,9 +82,9 @@ class Service:
         A `Reply`; or the event of a render in flight that the request should await
         before calling `reply`; or ``None`` when `reply` must do the work.
         """
-        early = _early(route, request)
-        if early is not None or self.store is None or self.resources.declares_version(route):
-            return early
+        answered = early(route, request)
+        if answered is not None or self.store is None or self.resources.declares_version(route):
+            return answered
         resource = self.resources.resource(route, request.prefix, _no_async)
         document = self.store.get(resource.key)
         if document is not None:
@@ -171,9 +110,9 @@ class Service:
         callers whose threads are a shared pool the renderer itself needs (ASGI).
         ``alone=True`` renders without joining or leading any flight (a last resort).
         """
-        early = _early(route, request)
-        if early is not None:
-            return early
+        answered = early(route, request)
+        if answered is not None:
+            return answered
         try:
             resource = self.resources.resource(route, request.prefix, run_async)
             if alone:
@@ -191,13 +130,13 @@ class Service:
                     self.stats.count(route.section, "stale_served")
                     resource = Resource("index", "", "", f"index|{request.prefix}", None)
                     return self._from_document(stale, resource, route, request, hit=False)
-            return _unavailable()
+            return unavailable()
 
     def timed_out(self, route: _http.Route, request: Request, timeout: float | None) -> Reply:
         """A render that outlived the provider deadline: logged, counted, and a 503."""
         self.stats.count(route.section, "provider_errors")
         logger.error("sitemap %s: no answer from the provider within %s s", request.path, timeout)
-        return _unavailable()
+        return unavailable()
 
     def _reply(
         self, resource: Resource, route: _http.Route, request: Request, run_async: AsyncRunner, *, wait: bool
@@ -250,7 +189,7 @@ class Service:
             body = document.body if gzip else gunzip_stream(document.body)
         return Reply(200, prepared.ok, body, raw_headers=prepared.raw_ok)
 
-    def _prepare(self, document: Document, resource: Resource, route: _http.Route, gzip: bool) -> _Prepared:
+    def _prepare(self, document: Document, resource: Resource, route: _http.Route, gzip: bool) -> Prepared:
         """Validators and both header sets of one stored document, built once per representation.
 
         Cached hits and 304s are the hot path (crawlers revalidate far more often than
@@ -265,7 +204,7 @@ class Service:
         ok = self._headers(route, gzip) + validators.headers()
         ok.append(("Content-Length", str(len(document.body) if gzip else document.size)))
         not_modified = self._not_modified_headers(validators, route)
-        prepared = _Prepared(fingerprint, validators, ok, not_modified, _encode(ok), _encode(not_modified))
+        prepared = Prepared(fingerprint, validators, ok, not_modified, encode(ok), encode(not_modified))
         if len(self._prepared) >= 10_000:
             self._prepared.clear()  # bounded: keys come from documents, which come and go
         self._prepared[key] = prepared
@@ -321,7 +260,7 @@ class Service:
             xml = self.engine.index(plans, request.prefix)
             if xml is None:
                 release()
-                return _plain(404, b"Not Found\n")
+                return plain(404, b"Not Found\n")
             document = self._document(resource, gzip_bytes(xml), hashlib.sha256(xml), len(xml))
             if lead and self.store is not None:
                 self.store.set(resource.key, document)
@@ -332,7 +271,7 @@ class Service:
         stream = self._page_stream(self.sections[resource.section], route.number, request.prefix, run_async)
         if stream is None:
             release()
-            return _plain(404, b"Not Found\n")
+            return plain(404, b"Not Found\n")
         headers = self._headers(route, _wants_gzip(route, request))
         if resource.version is not None:
             headers += self._validators(resource, route, request).headers()
@@ -485,30 +424,6 @@ class Service:
     def _robots_key(self, request: Request) -> str:
         assert self.store is not None
         return f"robots|{self.engine.site.root}{request.prefix}|{self.store.generation('')}"
-
-
-def unknown_host() -> Reply:
-    """The answer for a host outside the allow-list, with ``reject_unknown_hosts=True``."""
-    return _plain(400, b"Unknown host\n")
-
-
-def _unavailable() -> Reply:
-    # Not a 500, and never an empty document: crawlers would read "all URLs gone".
-    return _plain(503, b"Sitemap temporarily unavailable\n", [("Retry-After", str(RETRY_AFTER_SECONDS))])
-
-
-def _early(route: _http.Route, request: Request) -> Reply | None:
-    """Answers that need neither the cache nor a provider."""
-    if request.method not in _http.ALLOWED_METHODS:
-        return _plain(405, b"Method Not Allowed\n", [("Allow", _http.ALLOW_HEADER)])
-    if route.kind == "missing":
-        return _plain(404, b"Not Found\n")
-    return None
-
-
-def _plain(status: int, body: bytes, extra: list[tuple[str, str]] | None = None) -> Reply:
-    headers = [("Content-Type", _http.TEXT_TYPE), ("Content-Length", str(len(body)))]
-    return Reply(status, headers + (extra or []), body)
 
 
 def _wants_gzip(route: _http.Route, request: Request) -> bool:

@@ -23,7 +23,8 @@ from .engine import Engine
 from .errors import ConfigurationError
 from .providers import Call, Provider, ProviderFunc, Section
 from .render import MAX_BYTES, MAX_URLS
-from .service import HeaderPolicy, Service
+from .replies import HeaderPolicy
+from .service import Service
 from .sites import Sites
 from .stats import Stats
 

@@ -17,7 +17,8 @@ from werkzeug.wsgi import ClosingIterator
 
 from ._http import TEXT_TYPE, mount_prefix
 from .providers import LoopRunner
-from .service import Reply, Request, Service, unknown_host
+from .replies import Reply, Request, unknown_host
+from .service import Service
 from .sites import HOST_HEADERS
 
 if TYPE_CHECKING:

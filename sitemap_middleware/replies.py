@@ -1,0 +1,112 @@
+"""The words adapters and the service share: a `Request` in, a `Reply` out, and stock replies.
+
+    Request(method="GET", path="/sitemap-index.xml", headers={"accept-encoding": "gzip"})
+    plain(404, b"Not Found\n")   # Reply(404, [("Content-Type", ...), ...], b"Not Found\n")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from . import _http
+from ._http import Validators
+
+__all__ = [
+    "RETRY_AFTER_SECONDS",
+    "HeaderPolicy",
+    "Prepared",
+    "Reply",
+    "Request",
+    "early",
+    "encode",
+    "plain",
+    "unavailable",
+    "unknown_host",
+]
+
+RETRY_AFTER_SECONDS = 120
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What we read from a request: method, path below the mount prefix, a few headers."""
+
+    method: str
+    path: str
+    prefix: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)  # lowercase names
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name) or None
+
+
+@dataclass(slots=True)
+class Reply:
+    """Status, headers and a body (bytes, or a stream the adapter must close)."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes | Iterator[bytes] = b""
+    # Called when the body cannot be closed (a stalled provider holds it in another
+    # thread): gives up whatever the render holds, so other requests need not wait.
+    abandon: Callable[[], None] | None = None
+    # The same headers as ASGI wants them, when they were encoded once ahead of time.
+    raw_headers: list[tuple[bytes, bytes]] | None = None
+
+    def close(self) -> None:
+        close = getattr(self.body, "close", None)
+        if close is not None:
+            close()
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """What every hit on one stored document in one representation shares.
+
+    Holds the document's fingerprint, never the document: the cache alone decides how
+    long a body stays in memory.
+    """
+
+    fingerprint: tuple[str, int, int, int]
+    validators: Validators
+    ok: list[tuple[str, str]]
+    not_modified: list[tuple[str, str]]
+    raw_ok: list[tuple[bytes, bytes]]
+    raw_not_modified: list[tuple[bytes, bytes]]
+
+
+def encode(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+    return [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers]
+
+
+@dataclass(frozen=True, slots=True)
+class HeaderPolicy:
+    """Headers every sitemap document carries (configured on `Sitemaps`)."""
+
+    cache_control: str | None
+    robots_tag: str | None
+
+
+def unknown_host() -> Reply:
+    """The answer for a host outside the allow-list, with ``reject_unknown_hosts=True``."""
+    return plain(400, b"Unknown host\n")
+
+
+def unavailable() -> Reply:
+    # Not a 500, and never an empty document: crawlers would read "all URLs gone".
+    return plain(503, b"Sitemap temporarily unavailable\n", [("Retry-After", str(RETRY_AFTER_SECONDS))])
+
+
+def early(route: _http.Route, request: Request) -> Reply | None:
+    """Answers that need neither the cache nor a provider."""
+    if request.method not in _http.ALLOWED_METHODS:
+        return plain(405, b"Method Not Allowed\n", [("Allow", _http.ALLOW_HEADER)])
+    if route.kind == "missing":
+        return plain(404, b"Not Found\n")
+    return None
+
+
+def plain(status: int, body: bytes, extra: list[tuple[str, str]] | None = None) -> Reply:
+    headers = [("Content-Type", _http.TEXT_TYPE), ("Content-Length", str(len(body)))]
+    return Reply(status, headers + (extra or []), body)
