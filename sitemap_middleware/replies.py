@@ -1,7 +1,7 @@
 """The words adapters and the service share: a `Request` in, a `Reply` out, and stock replies.
 
-    Request(method="GET", path="/sitemap-index.xml", headers={"accept-encoding": "gzip"})
-    plain(404, b"Not Found\n")   # Reply(404, [("Content-Type", ...), ...], b"Not Found\n")
+Request(method="GET", path="/sitemap-index.xml", headers={"accept-encoding": "gzip"})
+plain(404, b"Not Found\n")   # Reply(404, [("Content-Type", ...), ...], b"Not Found\n")
 """
 
 from __future__ import annotations
