@@ -76,10 +76,6 @@ def accepts_gzip(accept_encoding: str | None) -> bool:
     return False
 
 
-def page_filename(section: str, number: int) -> str:
-    return f"/sitemap-{section}-{number}.xml"
-
-
 @lru_cache(maxsize=64)
 def mount_prefix(script_name: str) -> str:
     """SCRIPT_NAME / root_path as the URI path our emitted URLs start with."""
@@ -125,6 +121,3 @@ def not_modified(validators: Validators, if_none_match: str | None, if_modified_
 # a client sending a new value with every request only costs the parse.
 _http_date = lru_cache(maxsize=1024)(http_date)
 _etags = lru_cache(maxsize=1024)(parse_etags)
-
-# RFC 9110 §15.4.5: a 304 carries the validators and caching headers, nothing about a body.
-NOT_MODIFIED_HEADERS = frozenset({"etag", "last-modified", "cache-control", "vary", "date", "expires"})

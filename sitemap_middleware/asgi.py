@@ -26,9 +26,8 @@ from anyio.lowlevel import RunVar
 from ._http import TEXT_TYPE, Route, mount_prefix
 from .errors import ProviderError
 from .providers import AsyncRunner, within
-from .replies import Reply, Request, unknown_host
+from .replies import REQUEST_HEADERS, Reply, Request, unknown_host
 from .service import FOLLOW_TIMEOUT, Service
-from .sites import HOST_HEADERS
 
 if TYPE_CHECKING:
     from .sitemaps import Sitemaps
@@ -43,9 +42,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 __all__ = ["ASGIApp", "SitemapASGIMiddleware"]
 
-_HEADERS_WE_READ = {
-    name.encode() for name in ("accept-encoding", "if-none-match", "if-modified-since", *HOST_HEADERS)
-}
+_HEADERS_WE_READ = {name.encode() for name in REQUEST_HEADERS}
 
 
 class SitemapASGIMiddleware:

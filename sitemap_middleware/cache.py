@@ -37,14 +37,12 @@ class Document:
     - ``etag``: the strong entity tag of the identity representation, without quotes.
     - ``last_modified``: epoch seconds (whole) when these bytes were first produced.
     - ``size``: length of the identity (uncompressed) document.
-    - ``version``: the section version declared when it was rendered, if any.
     """
 
     body: bytes
     etag: str
     last_modified: int
     size: int
-    version: str | None = None
 
 
 class CacheStore(Protocol):

@@ -36,7 +36,6 @@ class PagePlan:
 
     starts: tuple[int, ...]
     lastmods: tuple[str | None, ...]  # one per page measured to its end
-    complete: bool  # False when planning stopped early, once the wanted page was located
     window: int | None = None  # raw entries per page, when pages are fixed windows
 
     @classmethod
@@ -47,7 +46,7 @@ class PagePlan:
         pages after it; the index carries no lastmod, since none was measured.
         """
         starts = tuple(range(0, count, page_size))
-        return cls(starts, (None,) * len(starts), complete=True, window=page_size)
+        return cls(starts, (None,) * len(starts), window=page_size)
 
     @property
     def pages(self) -> int:
@@ -55,12 +54,12 @@ class PagePlan:
 
     def to_bytes(self) -> bytes:
         """A compact serialisation, so a plan can live in any `CacheStore`."""
-        return json.dumps([self.starts, self.lastmods, self.complete, self.window]).encode()
+        return json.dumps([self.starts, self.lastmods, self.window]).encode()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> PagePlan:
-        starts, lastmods, complete, window = json.loads(data)
-        return cls(tuple(starts), tuple(lastmods), complete, window)
+        starts, lastmods, window = json.loads(data)
+        return cls(tuple(starts), tuple(lastmods), window)
 
 
 class Engine:
@@ -113,7 +112,7 @@ class Engine:
                 if writer.count == 0 and writer.consumed == 0:
                     starts.append(position)
                     if until is not None and len(starts) >= until:
-                        return PagePlan(tuple(starts), tuple(lastmods), complete=False)
+                        return PagePlan(tuple(starts), tuple(lastmods))
                 before = writer.consumed
                 writer.feed(batch)
                 taken = writer.consumed - before
@@ -127,7 +126,7 @@ class Engine:
             starts.pop()  # the last page held only skipped entries
         elif len(starts) > len(lastmods):
             lastmods.append(writer.lastmod)
-        return PagePlan(tuple(starts), tuple(lastmods), complete=True)
+        return PagePlan(tuple(starts), tuple(lastmods))
 
     def page(
         self,

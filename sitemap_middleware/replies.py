@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 
 from . import _http
 from ._http import Validators
+from .sites import HOST_HEADERS
 
 __all__ = [
+    "REQUEST_HEADERS",
     "RETRY_AFTER_SECONDS",
     "HeaderPolicy",
     "Prepared",
@@ -26,6 +28,8 @@ __all__ = [
 ]
 
 RETRY_AFTER_SECONDS = 120
+# Every request header we read (lowercase); both adapters pick exactly these.
+REQUEST_HEADERS = ("accept-encoding", "if-none-match", "if-modified-since", *HOST_HEADERS)
 
 
 @dataclass(frozen=True, slots=True)

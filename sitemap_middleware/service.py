@@ -272,7 +272,8 @@ class Service:
         if stream is None:
             release()
             return plain(404, b"Not Found\n")
-        headers = self._headers(route, _wants_gzip(route, request))
+        gzip_out = _wants_gzip(route, request)
+        headers = self._headers(route, gzip_out)
         if resource.version is not None:
             headers += self._validators(resource, route, request).headers()
         self.stats.count(resource.section, "served")
@@ -280,7 +281,6 @@ class Service:
             stream.close()  # type: ignore[attr-defined]
             release()
             return Reply(200, headers)
-        gzip_out = _wants_gzip(route, request)
         if lead:
             body: Iterator[bytes] = self._recording(resource, stream, gzip_out=gzip_out, release=release)
         else:
@@ -334,7 +334,7 @@ class Service:
         else:
             etag = digest.hexdigest()[:32]
             last_modified = self._first_produced(resource.stable, etag)
-        return Document(body, etag, last_modified, size, resource.version.token if resource.version else None)
+        return Document(body, etag, last_modified, size)
 
     def _first_produced(self, stable: str, etag: str) -> int:
         now = int(self._clock())

@@ -17,9 +17,8 @@ from werkzeug.wsgi import ClosingIterator
 
 from ._http import TEXT_TYPE, mount_prefix
 from .providers import LoopRunner
-from .replies import Reply, Request, unknown_host
+from .replies import REQUEST_HEADERS, Reply, Request, unknown_host
 from .service import Service
-from .sites import HOST_HEADERS
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -28,10 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SitemapWSGIMiddleware", "WSGIApplication"]
 
-_HEADERS_WE_READ = {
-    name: "HTTP_" + name.upper().replace("-", "_")
-    for name in ("accept-encoding", "if-none-match", "if-modified-since", *HOST_HEADERS)
-}
+_HEADERS_WE_READ = {name: "HTTP_" + name.upper().replace("-", "_") for name in REQUEST_HEADERS}
 
 
 class SitemapWSGIMiddleware:
