@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Generator, Iterable, Iterator
+from contextlib import closing
 from dataclasses import dataclass
 
 from .entries import Normaliser, Site
@@ -107,21 +108,23 @@ class Engine:
         lastmods: list[str | None] = []
         writer = self._writer(section, prefix, quiet=True)
         position = 0
-        for batch in _pull(section, 0, run_async, base_url=self.site.root):
-            while batch:
-                if writer.count == 0 and writer.consumed == 0:
-                    starts.append(position)
-                    if until is not None and len(starts) >= until:
-                        return PagePlan(tuple(starts), tuple(lastmods))
-                before = writer.consumed
-                writer.feed(batch)
-                taken = writer.consumed - before
-                position += taken
-                if not writer.full:
-                    break
-                lastmods.append(writer.lastmod)
-                batch = batch[taken:]
-                writer = self._writer(section, prefix, quiet=True)
+        # Closed on every way out, the early return included: cursors are released at once.
+        with closing(_pull(section, 0, run_async, base_url=self.site.root)) as batches:
+            for batch in batches:
+                while batch:
+                    if writer.count == 0 and writer.consumed == 0:
+                        starts.append(position)
+                        if until is not None and len(starts) >= until:
+                            return PagePlan(tuple(starts), tuple(lastmods))
+                    before = writer.consumed
+                    writer.feed(batch)
+                    taken = writer.consumed - before
+                    position += taken
+                    if not writer.full:
+                        break
+                    lastmods.append(writer.lastmod)
+                    batch = batch[taken:]
+                    writer = self._writer(section, prefix, quiet=True)
         if writer.count == 0 and starts and len(starts) > len(lastmods):
             starts.pop()  # the last page held only skipped entries
         elif len(starts) > len(lastmods):
