@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from .entries import Normaliser, NormalUrl
+from .entries import Normaliser
 from .errors import EntryError
 
 __all__ = ["IndexEntry", "Limits", "PageWriter", "render_index"]
@@ -47,19 +47,6 @@ class Limits:
 
     max_urls: int = MAX_URLS
     max_bytes: int = MAX_BYTES
-
-
-def render_url(entry: NormalUrl) -> str:
-    """One ``<url>`` element; every value is already escaped by the normaliser."""
-    loc, lastmod, changefreq, priority = entry
-    # One f-string, not appends: measured 30% faster, and this runs once per URL.
-    return (
-        f"<url><loc>{loc}</loc>"
-        f"{'' if lastmod is None else f'<lastmod>{lastmod}</lastmod>'}"
-        f"{'' if changefreq is None else f'<changefreq>{changefreq}</changefreq>'}"
-        f"{'' if priority is None else f'<priority>{priority}</priority>'}"
-        "</url>\n"
-    )
 
 
 class PageWriter:
@@ -103,8 +90,7 @@ class PageWriter:
 
     def feed(self, batch: Sequence[object]) -> bytes:
         """Render as much of ``batch`` as fits; returns the UTF-8 bytes written."""
-        normalise = self._normalise
-        render = render_url
+        element = self._normalise.element
         max_urls = self.limits.max_urls
         parts: list[str] = []
         size = 0
@@ -114,12 +100,11 @@ class PageWriter:
         taken = 0
         for raw in batch:
             try:
-                entry = normalise(raw)
+                text, entry_lastmod = element(raw)
             except EntryError as error:
                 taken += 1
                 self._on_skip(error, raw)
                 continue
-            text = render(entry)
             # Text is ASCII unless a future extension adds Unicode; measure bytes then.
             length = len(text) if text.isascii() else len(text.encode())
             if length > self._empty_budget:
@@ -135,7 +120,6 @@ class PageWriter:
             size += length
             count += 1
             parts.append(text)
-            entry_lastmod = entry[1]
             if entry_lastmod is not None and (lastmod is None or entry_lastmod > lastmod):
                 # UTC-normalised W3C strings order like the instants they name.
                 lastmod = entry_lastmod

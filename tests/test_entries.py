@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sitemap_middleware import CHANGEFREQS, ConfigurationError, EntryError, Url
-from sitemap_middleware.entries import Normaliser, NormalUrl, Site, w3c_datetime
-from sitemap_middleware.render import URLSET_HEAD, URLSET_TAIL, render_url
+from sitemap_middleware.entries import Normaliser, NormalUrl, Site, url_element, w3c_datetime
+from sitemap_middleware.render import URLSET_HEAD, URLSET_TAIL
 
 from .xsd import NS, lastmods, locs, validate
 
@@ -28,7 +28,7 @@ def normaliser(base_url: str = BASE) -> Normaliser:
 
 def urlset(*entries: NormalUrl) -> bytes:
     """The entries as a whole urlset document, the way a page writer renders them."""
-    return URLSET_HEAD + "".join(render_url(entry) for entry in entries).encode() + URLSET_TAIL
+    return URLSET_HEAD + "".join(url_element(entry) for entry in entries).encode() + URLSET_TAIL
 
 
 def reason_of(func: Any, *args: Any) -> str:

@@ -8,6 +8,7 @@ per adapter. Every example builds its own `Sitemaps`, so no state leaks between 
 from __future__ import annotations
 
 import gzip
+import math
 import re
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -16,11 +17,12 @@ from typing import Any
 from urllib.parse import unquote
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from werkzeug.http import http_date, parse_accept_header
 
-from sitemap_middleware import Sitemaps, Url
+from sitemap_middleware import EntryError, Sitemaps, Url
+from sitemap_middleware.entries import Normaliser, Site, url_element
 
 from .conftest import Response, SitemapClient
 from .xsd import locs, validate
@@ -427,6 +429,51 @@ entries = st.lists(
     max_size=25,
 )
 providers = st.sampled_from(["list", "generator", "async"])
+# Url records of the shape ``Normaliser.element`` writes without the normaliser: a plain path
+# and a UTC datetime, with every changefreq and priority, valid or not.
+_fast_shaped = st.builds(
+    Url,
+    loc=st.one_of(
+        st.sampled_from(["/", "/a?x=1&y=2", "/&", "/" + "&" * 2026, "/" + "a" * 2027]),
+        st.text("abc/?&=-._~019", max_size=2100).map(lambda text: "/" + text),
+    ),
+    lastmod=st.datetimes(timezones=st.sampled_from([UTC, timezone(timedelta(0), "Z")])).map(
+        lambda moment: moment.replace(microsecond=0) if moment.microsecond % 4 else moment
+    ),
+    changefreq=st.one_of(st.sampled_from([None, "daily", "never"]), changefreqs),
+    priority=st.one_of(st.sampled_from([None, 0.0, 0.5, 1.0]), st.floats(0, 1), priorities),
+)
+
+
+_MOMENT = datetime(2024, 5, 1, 12, 30, tzinfo=UTC)
+
+
+@settings(FUZZ, max_examples=1000)  # cheap: no app, no I/O
+@given(raw=st.one_of(_fast_shaped, url_records, mappings, entry_locs))
+@example(raw=Url("/a?x=1&y=2", lastmod=_MOMENT, changefreq="daily", priority=0.5))
+@example(raw=Url("/p", lastmod=_MOMENT, priority=0.123456))
+@example(raw=Url("/p", lastmod=_MOMENT, priority=math.nan))
+@example(raw=Url("/p", lastmod=_MOMENT, priority=1.5))
+@example(raw=Url("/p", lastmod=_MOMENT.replace(microsecond=1)))
+@example(raw=Url("/p", lastmod=_MOMENT, changefreq="Daily"))
+@example(raw=Url("/" + "a" * 2027, lastmod=_MOMENT))
+def test_element_writes_what_the_normaliser_and_url_element_write(raw: object) -> None:
+    """The one-call fast path of `Normaliser.element` agrees with the two-step path, errors included."""
+    normalise = Normaliser(Site.parse(BASE))
+    try:
+        entry = normalise(raw)
+    except EntryError as error:
+        reason = error.reason
+    else:
+        expected = (url_element(entry), entry.lastmod)
+        assert normalise.element(raw) == expected
+        assert normalise.element(raw) == expected  # again, from the priority cache
+        return
+    with pytest.raises(EntryError) as raised:
+        normalise.element(raw)
+    assert raised.value.reason == reason
+
+
 page_sizes = st.one_of(st.integers(1, 4), st.just(50_000))
 max_page_bytes = st.sampled_from([1024, 4096, 50 * 1024 * 1024])
 

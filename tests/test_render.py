@@ -14,7 +14,6 @@ from sitemap_middleware.render import (
     Limits,
     PageWriter,
     render_index,
-    render_url,
 )
 
 from .xsd import lastmods, locs, validate
@@ -46,7 +45,7 @@ class Page:
 
 def size_of(raw: object) -> int:
     """Bytes one entry takes in a urlset."""
-    return len(render_url(NORMALISE(raw)).encode())
+    return len(NORMALISE.element(raw)[0].encode())
 
 
 def paths(n: int, start: int = 0) -> list[str]:
