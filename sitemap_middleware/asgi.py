@@ -57,6 +57,7 @@ class SitemapASGIMiddleware:
         self.app = app
         self.sitemaps = sitemaps
         self._service = sitemaps.service
+        self._replays = sitemaps.replays
         self._timeout: float | None = sitemaps.provider_timeout
         # Async providers run on this app's event loop, under the same deadline.
         self._run_async: AsyncRunner = partial(_on_loop, self._timeout)
@@ -69,6 +70,12 @@ class SitemapASGIMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        replays = self._replays
+        if replays is not None and scope["path"] in replays:
+            replayed = replays.find(scope["path"], _signature(scope))
+            if replayed is not None:
+                await _send_replay(replayed, send)
+                return
         path = _route_path(scope)
         route = self._service.match(path)
         if route is None:
@@ -91,7 +98,10 @@ class SitemapASGIMiddleware:
         if route.kind == "robots":
             await self._robots(scope, receive, send, request, service)
             return
+        ticket = 0 if replays is None else replays.ticket()
         reply = await self._answer(service, route, request)
+        if replays is not None and reply.origin is not None:
+            replays.remember(scope["path"], _signature(scope), reply, ticket)
         await _send_reply(
             reply,
             send,
@@ -190,6 +200,18 @@ async def _wait(event: threading.Event) -> None:
         while not event.is_set():
             await anyio.sleep(delay)
             delay = min(delay * 2, 0.05)
+
+
+def _signature(scope: Scope) -> tuple[Any, ...]:
+    """Everything of the request a reply depends on, as received (the path is keyed apart)."""
+    headers = [pair for pair in scope.get("headers", ()) if pair[0] in _HEADERS_WE_READ]
+    return (scope["method"], scope.get("root_path", ""), *headers)
+
+
+async def _send_replay(reply: Reply, send: Send) -> None:
+    """A remembered 304: headers only (``raw_headers`` are always set on one)."""
+    await send({"type": "http.response.start", "status": reply.status, "headers": reply.raw_headers})
+    await send({"type": "http.response.body", "body": b""})
 
 
 def _route_path(scope: Scope) -> str:

@@ -11,12 +11,14 @@ from dataclasses import dataclass, field
 
 from . import _http
 from ._http import Validators
+from .cache import Document
 from .sites import HOST_HEADERS
 
 __all__ = [
     "REQUEST_HEADERS",
     "RETRY_AFTER_SECONDS",
     "HeaderPolicy",
+    "Origin",
     "Prepared",
     "Reply",
     "Request",
@@ -45,6 +47,15 @@ class Request:
         return self.headers.get(name) or None
 
 
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """The stored document a reply was computed from: what must still hold to replay it."""
+
+    key: str
+    document: Document
+    section: str
+
+
 @dataclass(slots=True)
 class Reply:
     """Status, headers and a body (bytes, or a stream the adapter must close)."""
@@ -57,6 +68,8 @@ class Reply:
     abandon: Callable[[], None] | None = None
     # The same headers as ASGI wants them, when they were encoded once ahead of time.
     raw_headers: list[tuple[bytes, bytes]] | None = None
+    # Set on a 304 answered from a stored document: it may be replayed (`replays`).
+    origin: Origin | None = None
 
     def close(self) -> None:
         close = getattr(self.body, "close", None)

@@ -28,7 +28,7 @@ from .compress import GzipWriter, gunzip_stream, gzip_bytes, gzip_stream
 from .engine import Engine, PagePlan
 from .errors import ProviderError
 from .providers import AsyncRunner, Section
-from .replies import HeaderPolicy, Prepared, Reply, Request, early, encode, plain, unavailable
+from .replies import HeaderPolicy, Origin, Prepared, Reply, Request, early, encode, plain, unavailable
 from .resources import Resource, Resources, version_etag
 from .robots import default_robots, merge_robots
 from .stats import Stats, logger
@@ -179,7 +179,8 @@ class Service:
         prepared = self._prepare(document, resource, route, gzip)
         if _not_modified(prepared.validators, request):
             self.stats.count(resource.section, "not_modified")
-            return Reply(304, prepared.not_modified, raw_headers=prepared.raw_not_modified)
+            origin = Origin(resource.key, document, resource.section)
+            return Reply(304, prepared.not_modified, raw_headers=prepared.raw_not_modified, origin=origin)
         if hit:
             self.stats.count(resource.section, "cache_hits")
         self.stats.count(resource.section, "served")

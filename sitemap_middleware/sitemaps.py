@@ -23,6 +23,7 @@ from .engine import Engine
 from .errors import ConfigurationError
 from .providers import Call, Provider, ProviderFunc, Section
 from .render import MAX_BYTES, MAX_URLS
+from .replays import Replays
 from .replies import HeaderPolicy
 from .service import Service
 from .sites import Sites
@@ -146,6 +147,9 @@ class Sitemaps:
             for site in self.sites.all
         }
         self.service = self._services[self.site]
+        # Repeated conditional requests are replayed without routing or a cache lookup;
+        # only over a store whose state can be checked per request for free.
+        self.replays = Replays(cache, self.stats) if isinstance(cache, MemoryStore) else None
 
     def service_for(self, headers: Mapping[str, str]) -> Service | None:
         """The service of the site a request is for (``None``: an unknown host, rejected)."""

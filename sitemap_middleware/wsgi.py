@@ -41,9 +41,16 @@ class SitemapWSGIMiddleware:
         self.app = app
         self.sitemaps = sitemaps
         self._service = sitemaps.service
+        self._replays = sitemaps.replays
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO") or "/"
+        replays = self._replays
+        if replays is not None and path in replays:
+            replayed = replays.find(path, _signature(environ))
+            if replayed is not None:
+                start_response("304 Not Modified", replayed.headers)
+                return []
         # PEP 3333: environ strings are bytes decoded as latin-1, hence the round trip below.
         route = self._service.match(path)
         if route is None:
@@ -60,12 +67,15 @@ class SitemapWSGIMiddleware:
         if route.kind == "robots":
             return self._robots(environ, start_response, request, service)
         runner = LoopRunner(self.sitemaps.provider_timeout)
+        ticket = 0 if replays is None else replays.ticket()
         try:
             reply = service.reply(route, request, runner)
             assert isinstance(reply, Reply)  # a WSGI thread may wait for another render
         except BaseException:
             runner.close()
             raise
+        if replays is not None and reply.origin is not None:
+            replays.remember(path, _signature(environ), reply, ticket)
         return _respond(reply, request, start_response, runner.close)
 
     def _robots(
@@ -82,6 +92,15 @@ class SitemapWSGIMiddleware:
                 return [] if request.method == "HEAD" else [body]
         start_response("200 OK", [("Content-Type", TEXT_TYPE), ("Content-Length", str(len(merged)))])
         return [] if request.method == "HEAD" else [merged]
+
+
+def _signature(environ: WSGIEnvironment) -> tuple[Any, ...]:
+    """Everything of the request a reply depends on, as received (the path is keyed apart)."""
+    return (
+        environ.get("REQUEST_METHOD"),
+        environ.get("SCRIPT_NAME"),
+        *[environ.get(key) for key in _HEADERS_WE_READ.values()],
+    )
 
 
 def _respond(

@@ -136,12 +136,17 @@ def test_conditional_request_on_cached_page(make_client, method, headers, status
         "later": http_date(NOW + 60),
         "earlier": http_date(NOW - 60),
     }
-    response = client.request(method, PAGE, {k: v.format(**values) for k, v in headers.items()})
+    conditional = {k: v.format(**values) for k, v in headers.items()}
+    response = client.request(method, PAGE, conditional)
     assert response.status == status
     if status == 304 or method == "HEAD":
         assert response.body == b""
     else:
         assert response.body == warm.body
+    # The same request again: a 304 is now replayed (replays.py), and must not differ.
+    again = client.request(method, PAGE, conditional)
+    assert (again.status, again.body) == (response.status, response.body)
+    assert sorted(again.headers.items()) == sorted(response.headers.items())
 
 
 def test_not_modified_carries_exactly_the_allowed_headers(make_client):

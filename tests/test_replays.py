@@ -1,0 +1,200 @@
+"""Replayed 304s (replays.py) and the store state they are checked against (MemoryStore.holding).
+
+A repeated conditional request is answered from a remembered 304 only while the answer
+still stands: every test here changes one thing the answer depends on and shows that
+the next request takes the full path and sees the change.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from werkzeug.test import Client
+
+from sitemap_middleware import Sitemaps
+from sitemap_middleware.cache import Document, MemoryStore
+from sitemap_middleware.replays import Replays
+
+from .conftest import plain_wsgi_app
+from .test_caching import BASE, NOW, PAGE, Catalogue, build
+
+
+def warm(client: Any, path: str = PAGE, headers: dict[str, str] | None = None) -> str:
+    """Render and cache ``path``; its ETag (for these request headers)."""
+    client.get(path, headers)
+    return client.get(path, headers).headers["ETag"]
+
+
+def without_full_answers(sitemaps: Sitemaps) -> None:
+    """Make any request that is not replayed fail loudly: proves a reply came from a replay."""
+
+    def fail(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("took the full path")
+
+    service = sitemaps.service
+    service.fast_reply = fail  # type: ignore[method-assign]
+    service.reply = fail  # type: ignore[method-assign]
+
+
+def test_a_repeated_304_is_replayed_with_the_same_headers_and_counted(make_client):
+    sitemaps, catalogue = build()
+    client = make_client(sitemaps)
+    etag = warm(client)
+    first = client.get(PAGE, {"If-None-Match": etag})
+    without_full_answers(sitemaps)
+    repeats = [client.get(PAGE, {"If-None-Match": etag}) for _ in range(3)]
+    assert first.status == 304
+    for repeat in repeats:
+        assert repeat.status == 304
+        assert repeat.body == b""
+        assert sorted(repeat.headers.items()) == sorted(first.headers.items())
+    assert sitemaps.stats.snapshot()["products"]["not_modified"] == 4
+    assert catalogue.calls == 1
+
+
+@pytest.mark.parametrize(
+    ("other", "status"),
+    [
+        pytest.param({"If-None-Match": '"other"'}, 200, id="other-etag"),
+        pytest.param({"Accept-Encoding": "gzip"}, 200, id="other-encoding"),  # its own ETag
+        pytest.param({"If-Modified-Since": "Sun, 06 Nov 1994 08:49:37 GMT"}, 304, id="inm-wins-over-ims"),
+        pytest.param({"Host": "other.example"}, 304, id="other-host"),
+    ],
+)
+def test_a_request_that_differs_in_any_header_we_read_is_answered_afresh(make_client, other, status):
+    sitemaps, _ = build()
+    client = make_client(sitemaps)
+    etag = warm(client)
+    assert client.get(PAGE, {"If-None-Match": etag}).status == 304
+    not_modified = sitemaps.stats.snapshot()["products"]["not_modified"]
+    response = client.get(PAGE, {"If-None-Match": etag} | other)
+    assert response.status == status
+    assert len(sitemaps.replays or ()) == 1 + (status == 304)  # a new signature, remembered apart
+    if status == 304:
+        assert sitemaps.stats.snapshot()["products"]["not_modified"] == not_modified + 1
+    else:
+        assert response.body
+
+
+def test_invalidate_ends_replays(make_client):
+    sitemaps, catalogue = build()
+    client = make_client(sitemaps)
+    etag = warm(client)
+    assert client.get(PAGE, {"If-None-Match": etag}).status == 304
+    catalogue.paths.append("/p/new")
+    sitemaps.invalidate("products")
+    changed = client.get(PAGE, {"If-None-Match": etag})
+    assert changed.status == 200
+    assert b"/p/new" in changed.body
+
+
+def test_ttl_expiry_ends_replays(make_client):
+    ticks = [0.0]
+    sitemaps, catalogue = build(cache=MemoryStore(ttl=60, timer=lambda: ticks[0]))
+    client = make_client(sitemaps)
+    etag = warm(client)
+    assert client.get(PAGE, {"If-None-Match": etag}).status == 304
+    catalogue.paths.append("/p/new")
+    ticks[0] += 59
+    assert client.get(PAGE, {"If-None-Match": etag}).status == 304  # still fresh: the same answer
+    ticks[0] += 1
+    changed = client.get(PAGE, {"If-None-Match": etag})
+    assert changed.status == 200
+    assert b"/p/new" in changed.body
+
+
+def test_eviction_then_a_new_render_under_the_same_key_ends_replays(make_client):
+    # Room for one small document: caching another page evicts page 1.
+    store = MemoryStore(max_bytes=1200)
+    sitemaps, catalogue = build(cache=store, page_size=2)
+    client = make_client(sitemaps)
+    etag = warm(client)
+    assert client.get(PAGE, {"If-None-Match": etag}).status == 304
+    warm(client, "/sitemap-products-2.xml")
+    pages_held = [key.split("|")[-2] for key in store._documents.holding if key.startswith("page|")]
+    assert pages_held == ["2"]  # page 1 was evicted
+    catalogue.paths[0] = "/p/renamed"
+    warm(client)  # an unconditional request stores the new page 1 under the same key
+    changed = client.get(PAGE, {"If-None-Match": etag})
+    assert changed.status == 200
+    assert b"/p/renamed" in changed.body
+
+
+def test_replays_are_bounded():
+    sitemaps, _ = build()
+    sitemaps.replays = Replays(sitemaps.cache, sitemaps.stats, limit=3)  # type: ignore[arg-type]
+    client = Client(sitemaps.wsgi(plain_wsgi_app))
+    client.get(PAGE).get_data()  # cold: streamed, and stored once consumed
+    etag = client.get(PAGE).headers["ETag"]
+    for n in range(10):  # ten signatures: a different Host header each time
+        assert client.get(PAGE, headers={"If-None-Match": etag, "Host": f"h{n}.example"}).status_code == 304
+        assert len(sitemaps.replays) <= 3
+    assert len(sitemaps.replays) >= 1
+
+
+def test_nothing_is_replayed_without_a_memory_store(make_client):
+    class Plain:
+        """A `CacheStore` that is not a `MemoryStore` (as a shared store would be)."""
+
+        def __init__(self) -> None:
+            self.inner = MemoryStore()
+
+        def get(self, key: str) -> Document | None:
+            return self.inner.get(key)
+
+        def set(self, key: str, document: Document) -> None:
+            self.inner.set(key, document)
+
+        def generation(self, section: str) -> str:
+            return self.inner.generation(section)
+
+        def invalidate(self, section: str | None = None) -> None:
+            self.inner.invalidate(section)
+
+    sitemaps = Sitemaps(base_url=BASE, cache=Plain(), clock=lambda: NOW)
+    sitemaps.add_provider("products", Catalogue())
+    assert sitemaps.replays is None
+    client = make_client(sitemaps)
+    etag = warm(client)
+    assert [client.get(PAGE, {"If-None-Match": etag}).status for _ in range(2)] == [304, 304]
+
+
+# -- MemoryStore.holding: the mirror replays are checked against --------------------------------
+
+operations = st.lists(
+    st.one_of(
+        st.tuples(st.just("set"), st.integers(0, 5), st.integers(0, 400)),
+        st.tuples(st.just("get"), st.integers(0, 5), st.just(0)),
+        st.tuples(st.just("tick"), st.integers(0, 40), st.just(0)),
+        st.tuples(st.just("invalidate"), st.just(0), st.just(0)),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(steps=operations)
+def test_holding_mirrors_exactly_what_the_store_serves(steps):
+    ticks = [0.0]
+    store = MemoryStore(max_bytes=2048, ttl=30, timer=lambda: ticks[0])
+    for action, key_number, size in steps:
+        key = f"k{key_number}"
+        if action == "set":
+            store.set(key, Document(b"x" * size, f"e{size}", 0, size))
+        elif action == "get":
+            store.get(key)
+        elif action == "tick":
+            ticks[0] += key_number
+        else:
+            store.invalidate()
+        for number in range(6):
+            key = f"k{number}"
+            held = store.holding(key)
+            served = store.get(key)
+            if served is not None:
+                assert held is not None and held[0] is served  # replays check what is served
+            elif held is not None:
+                assert held[1] <= ticks[0]  # only an expired entry may wait for its sweep
