@@ -249,7 +249,7 @@ async def _send_reply(
             # Closing the stream closes the provider's iterator (cursors, connections),
             # even when this task is being cancelled.
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(_close, reply)
+                await anyio.to_thread.run_sync(reply.release)
 
 
 async def _stream(
@@ -287,7 +287,7 @@ async def _next_chunk(
     try:
         return await _in_thread(partial(next, chunks, done), limiter, timeout)
     except TimeoutError:
-        raise ProviderError(f"the provider produced nothing for {timeout} s: page aborted") from None
+        raise ProviderError.stalled(timeout) from None
 
 
 async def _in_thread(
@@ -306,16 +306,6 @@ async def _in_thread(
 def _on_loop(timeout: float | None, func: Callable[..., Awaitable[T]], /, *args: Any) -> T:
     """Run ``func(*args)`` on the app's event loop, from a worker thread, within the deadline."""
     return anyio.from_thread.run(partial(within, timeout, func), *args)
-
-
-def _close(reply: Reply) -> None:
-    try:
-        reply.close()
-    except ValueError:
-        # "generator already executing": a stalled provider holds it in an abandoned
-        # thread. It is closed when that thread returns; release what it holds now.
-        if reply.abandon is not None:
-            reply.abandon()
 
 
 async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:

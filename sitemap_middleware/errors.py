@@ -30,3 +30,8 @@ class EntryError(SitemapError, ValueError):
 
 class ProviderError(SitemapError, RuntimeError):
     """A provider raised or returned something that is not a source of entries."""
+
+    @classmethod
+    def stalled(cls, timeout: float | None) -> ProviderError:
+        """A provider that produced nothing within the deadline while its page streamed."""
+        return cls(f"the provider produced nothing for {timeout} s: page aborted")

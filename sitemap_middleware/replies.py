@@ -76,6 +76,18 @@ class Reply:
         if close is not None:
             close()
 
+    def release(self) -> None:
+        """Close the body; if a stalled provider holds it in another thread, abandon it.
+
+        ("generator already executing"): it is closed when that thread returns; what the
+        render holds is given up now, so other requests need not wait for it.
+        """
+        try:
+            self.close()
+        except ValueError:
+            if self.abandon is not None:
+                self.abandon()
+
 
 @dataclass(frozen=True, slots=True)
 class Prepared:

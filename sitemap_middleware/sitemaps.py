@@ -76,11 +76,19 @@ class Sitemaps:
     - ``provider_timeout``: seconds a provider may take to produce its next batch (or a
       version or count) before the request gets a 503, or an aborted page once
       streaming. Enforced for async providers everywhere and for sync providers under
-      ASGI; a sync provider under WSGI cannot be interrupted (use your server's worker
+      ASGI; under WSGI, for sync providers only with ``wsgi_helper_threads`` (without
+      it, a request thread cannot be interrupted: rely on your server's worker
       timeout). ``None`` waits forever.
     - ``render_threads``: under ASGI, how many worker threads may render (or run sync
       providers) at once per event loop. Rendering holds the GIL, so more threads
       only slow the app's own requests; raise it for providers that mostly wait on I/O.
+      Under WSGI with ``wsgi_helper_threads``, the number of helper threads.
+    - ``wsgi_helper_threads``: under WSGI, render cold documents in ``render_threads``
+      helper threads instead of the request thread, so that ``provider_timeout`` cuts
+      a hung sync provider as well (a 503, or an aborted page). The catch, and why it
+      is off by default: your provider then runs outside the request thread, as under
+      ASGI. Django gives each helper its own database connection, kept open, and a
+      test's uncommitted transaction (or an in-memory SQLite database) is invisible there.
     - ``clock``: wall clock for ``Last-Modified``; inject a fake one in tests.
     """
 
@@ -99,6 +107,7 @@ class Sitemaps:
         trust_forwarded: bool = False,
         provider_timeout: float | None = DEFAULT_PROVIDER_TIMEOUT,
         render_threads: int = 4,
+        wsgi_helper_threads: bool = False,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.sites = Sites(
@@ -125,6 +134,7 @@ class Sitemaps:
         if isinstance(render_threads, bool) or not isinstance(render_threads, int) or render_threads < 1:
             raise ConfigurationError(f"render_threads must be an int >= 1, not {render_threads!r}")
         self.render_threads = render_threads
+        self.wsgi_helper_threads = bool(wsgi_helper_threads)
         self.stats = Stats()
         self._sections: dict[str, Section] = {}
         if cache is True:

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
+from werkzeug.test import Client
 
 from sitemap_middleware import ConfigurationError, ProviderError, Sitemaps
+
+from .conftest import plain_wsgi_app
 
 BASE = "https://shop.example"
 PAGE = "/sitemap-products-1.xml"
@@ -106,6 +111,106 @@ def test_sync_provider_stalling_mid_page_under_asgi_aborts_and_caches_nothing(bl
         assert "ETag" not in retry.headers  # rendered again: the aborted page was never stored
     finally:
         client.close()
+
+
+# -- WSGI: sync providers are cut only with wsgi_helper_threads -----------------------------------
+
+
+def wsgi_client(provider: object, **options: Any) -> Client:
+    sitemaps = Sitemaps(base_url=BASE, provider_timeout=DEADLINE, wsgi_helper_threads=True, **options)
+    sitemaps.add_provider("products", provider)  # type: ignore[arg-type]
+    return Client(sitemaps.wsgi(plain_wsgi_app))
+
+
+@pytest.fixture
+def releasing() -> Iterator[list[Blocked]]:
+    """Blocked providers made by a test, released when it ends (no thread outlives it blocked)."""
+    made: list[Blocked] = []
+    yield made
+    for provider in made:
+        provider.release.set()
+
+
+def test_sync_provider_hanging_under_wsgi_with_helper_threads_gets_503(releasing):
+    provider = Blocked(0)
+    releasing.append(provider)
+    started = time.monotonic()
+    response = wsgi_client(provider).get(PAGE)
+    assert response.status_code == 503
+    assert response.headers["Retry-After"]
+    assert time.monotonic() - started < 10 * DEADLINE
+
+
+def test_sync_provider_stalling_mid_page_under_wsgi_with_helper_threads_aborts_and_caches_nothing(releasing):
+    provider = Blocked(200)
+    releasing.append(provider)
+    client = wsgi_client(provider)
+    response = client.get(PAGE)
+    assert response.status_code == 200  # the first chunk came in time: the page had started
+    with pytest.raises(ProviderError, match="produced nothing"):
+        response.get_data()
+    response.close()  # as a WSGI server does after a body raised
+    provider.release.set()
+    retry = client.get(PAGE)
+    assert retry.status_code == 200
+    assert "ETag" not in retry.headers  # rendered again: the aborted page was never stored
+    assert retry.get_data().count(b"<url>") == 201
+
+
+def test_when_every_helper_is_stuck_cold_pages_get_503_and_cached_ones_are_served(releasing):
+    stuck = Blocked(0)
+    releasing.append(stuck)
+    sitemaps = Sitemaps(base_url=BASE, provider_timeout=DEADLINE, wsgi_helper_threads=True, render_threads=1)
+    sitemaps.add_provider("products", stuck)
+    sitemaps.add_provider("pages", lambda: ["/", "/about"])
+    sitemaps.add_provider("posts", lambda: ["/blog/1"])
+    client = Client(sitemaps.wsgi(plain_wsgi_app))
+    client.get("/sitemap-pages-1.xml").get_data()  # cached before the only helper gets stuck
+    assert client.get(PAGE).status_code == 503  # the helper is now stuck in the provider
+    started = time.monotonic()
+    assert client.get("/sitemap-posts-1.xml").status_code == 503  # no helper became free
+    assert time.monotonic() - started < 10 * DEADLINE
+    assert client.get("/sitemap-pages-1.xml").status_code == 200  # from the cache, no helper needed
+    stuck.release.set()
+    assert client.get("/sitemap-posts-1.xml").status_code == 200  # the helper came back
+
+
+@pytest.mark.server
+def test_hung_sync_provider_behind_a_real_wsgi_server_gets_503_in_time(releasing):
+    from .test_servers import Server, werkzeug_serving
+
+    provider = Blocked(0)
+    releasing.append(provider)
+    sitemaps = Sitemaps(base_url=BASE, provider_timeout=DEADLINE, wsgi_helper_threads=True)
+    sitemaps.add_provider("products", provider)
+    with werkzeug_serving(sitemaps.wsgi(plain_wsgi_app)) as port:
+        started = time.monotonic()
+        got = Server(port, "plain").get(PAGE)
+        elapsed = time.monotonic() - started
+        provider.release.set()  # lets the helper go before the server stops
+    assert got.status == 503
+    assert got.headers["Retry-After"]
+    assert elapsed < 10 * DEADLINE
+
+
+@pytest.mark.parametrize("helpers", [False, True])
+def test_providers_run_on_the_request_thread_unless_helper_threads_are_on(helpers):
+    ran_on: list[str] = []
+
+    def provider() -> Iterator[str]:
+        try:
+            ran_on.append(threading.current_thread().name)
+            yield "/p/1"
+        finally:
+            ran_on.append(threading.current_thread().name)  # closing runs where iterating ran
+
+    sitemaps = Sitemaps(base_url=BASE, cache=None, wsgi_helper_threads=helpers)
+    sitemaps.add_provider("products", provider)
+    response = Client(sitemaps.wsgi(plain_wsgi_app)).get(PAGE)
+    assert response.get_data().count(b"<url>") == 1
+    response.close()
+    expected = "sitemap-helper" if helpers else threading.current_thread().name
+    assert ran_on == [expected, expected]
 
 
 @pytest.mark.parametrize("value", [0, -1, "30", True])

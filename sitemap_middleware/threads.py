@@ -1,0 +1,102 @@
+"""A few helper threads that run calls under a deadline, for the WSGI adapter.
+
+A WSGI request thread cannot be interrupted: a sync provider that stops answering holds
+it forever (gunicorn's worker timeout does not see a stuck gthread request). With
+``Sitemaps(wsgi_helper_threads=True)``, renders run here instead, and the request thread
+waits at most ``timeout`` for a helper to start and again for it to finish::
+
+    helpers = Helpers(size=4)
+    helpers.run(render_next_chunk, timeout=120)   # its result, or TimeoutError
+
+A helper stuck in a hung provider stays stuck (Python cannot stop a thread), but it is
+a daemon, never joined at exit, and at most ``size`` of them exist: once all are stuck,
+cold renders get a 503 after the deadline while cached documents are still served.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+__all__ = ["Helpers"]
+
+T = TypeVar("T")
+
+
+class _Job(Generic[T]):
+    __slots__ = ("cancelled", "done", "error", "func", "lock", "result", "started")
+
+    def __init__(self, func: Callable[[], T]) -> None:
+        self.func = func
+        self.lock = threading.Lock()
+        self.started = threading.Event()
+        self.done = threading.Event()
+        self.cancelled = False
+        self.result: T | None = None
+        self.error: BaseException | None = None
+
+    def claim(self) -> bool:
+        """Called by a helper: ``False`` if the caller stopped waiting for a thread."""
+        with self.lock:
+            if self.cancelled:
+                return False
+            self.started.set()
+            return True
+
+    def cancel(self) -> bool:
+        """Called by the caller: ``True`` if no helper took the job (and none ever will)."""
+        with self.lock:
+            if self.started.is_set():
+                return False
+            self.cancelled = True
+            return True
+
+
+class Helpers:
+    """At most ``size`` daemon threads, started on first use, running calls in order."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._jobs: queue.SimpleQueue[_Job[Any]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._threads = 0
+
+    def run(self, func: Callable[[], T], timeout: float | None) -> T:
+        """``func()`` on a helper thread; `TimeoutError` if no helper starts it within
+        ``timeout`` (all busy or stuck) or it does not return within ``timeout`` more.
+
+        Queueing gets its own allowance: a busy server must not answer 503 to a request
+        that merely waited its turn, nor wait forever when every helper is stuck.
+        """
+        job = _Job(func)
+        self._jobs.put(job)
+        self._start_thread()
+        if not job.started.wait(timeout) and job.cancel():
+            raise TimeoutError("no helper thread became free")
+        if not job.done.wait(timeout):
+            raise TimeoutError("the call did not return in time")
+        if job.error is not None:
+            raise job.error
+        return job.result  # type: ignore[return-value]
+
+    def _start_thread(self) -> None:
+        with self._lock:
+            if self._threads >= self._size:
+                return
+            self._threads += 1
+        threading.Thread(target=self._work, name="sitemap-helper", daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if not job.claim():
+                continue
+            try:
+                job.result = job.func()
+            except BaseException as error:  # handed to the waiting request thread
+                job.error = error
+            finally:
+                job.done.set()
+                del job
