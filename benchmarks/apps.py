@@ -7,6 +7,7 @@ Configured by environment, since a server imports them by name:
   byte limit for a `MemoryStore`.
 - ``BENCH_PAGE_SIZE``: URLs per page (default 50,000).
 - ``BENCH_PROVIDER``: ``generator`` (default) or ``sequence`` (a lazily sliced `Catalogue`).
+- ``BENCH_RENDER_THREADS``, ``BENCH_MAX_RENDERS``: those `Sitemaps` options (default 4 and 16).
 
 The *bare* apps are the ceilings: they answer with bytes computed once at start-up, by
 our own middleware, with the very headers it sends, so the only difference left in a
@@ -52,7 +53,13 @@ def build_sitemaps() -> Sitemaps:
         cache = None
     else:
         cache = MemoryStore(max_bytes=int(cache_setting))
-    sitemaps = Sitemaps(base_url=BASE_URL, cache=cache, page_size=int(_setting("BENCH_PAGE_SIZE", "50000")))
+    sitemaps = Sitemaps(
+        base_url=BASE_URL,
+        cache=cache,
+        page_size=int(_setting("BENCH_PAGE_SIZE", "50000")),
+        render_threads=int(_setting("BENCH_RENDER_THREADS", "4")),
+        max_renders=int(_setting("BENCH_MAX_RENDERS", "16")),
+    )
     if _setting("BENCH_PROVIDER", "generator") == "sequence":
         catalogue = Catalogue(count)
         sitemaps.add_provider("products", lambda: catalogue)

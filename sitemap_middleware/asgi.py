@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -63,8 +64,11 @@ class SitemapASGIMiddleware:
         self._run_async: AsyncRunner = partial(_on_loop, self._timeout)
         # Rendering is CPU-bound Python: every thread doing it competes with the event
         # loop for the GIL, so a few threads serve cold pages and the app stays responsive.
+        # And each document being rendered holds ~1 MB (a batch of entries, the compressor,
+        # the copy for the cache) until its client has read it: their number is capped too.
         self._render_threads = sitemaps.render_threads
-        self._limiters: RunVar[anyio.CapacityLimiter] = RunVar(f"sitemap_render_limiter_{id(self)}")
+        self._max_renders = sitemaps.max_renders
+        self._capacities: RunVar[_Capacity] = RunVar(f"sitemap_capacity_{id(self)}")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -99,28 +103,35 @@ class SitemapASGIMiddleware:
             await self._robots(scope, receive, send, request, service)
             return
         ticket = 0 if replays is None else replays.ticket()
-        reply = await self._answer(service, route, request)
-        if replays is not None and reply.origin is not None:
-            replays.remember(scope["path"], _signature(scope), reply, ticket)
-        await _send_reply(
-            reply,
-            send,
-            receive,
-            head=request.method == "HEAD",
-            timeout=self._timeout,
-            limiter=self._limiter(),
-        )
-
-    def _limiter(self) -> anyio.CapacityLimiter:
-        """This event loop's limiter (a limiter must not cross event loops)."""
+        capacity = self._capacity()
+        slot = _Slot(capacity.renders)
         try:
-            return self._limiters.get()
-        except LookupError:
-            limiter = anyio.CapacityLimiter(self._render_threads)
-            self._limiters.set(limiter)
-            return limiter
+            reply = await self._answer(service, route, request, slot)
+            if replays is not None and reply.origin is not None:
+                replays.remember(scope["path"], _signature(scope), reply, ticket)
+            await _send_reply(
+                reply,
+                send,
+                receive,
+                head=request.method == "HEAD",
+                timeout=self._timeout,
+                limiter=capacity.threads,
+            )
+        finally:
+            slot.release()
 
-    async def _answer(self, service: Service, route: Route, request: Request) -> Reply:
+    def _capacity(self) -> _Capacity:
+        """This event loop's limits (anyio's primitives must not cross event loops)."""
+        try:
+            return self._capacities.get()
+        except LookupError:
+            capacity = _Capacity(
+                anyio.CapacityLimiter(self._render_threads), anyio.Semaphore(self._max_renders)
+            )
+            self._capacities.set(capacity)
+            return capacity
+
+    async def _answer(self, service: Service, route: Route, request: Request, slot: _Slot) -> Reply:
         """From the cache on the loop if possible; else a render in a worker thread.
 
         A request that finds the same document being rendered waits here, on the loop,
@@ -136,23 +147,43 @@ class SitemapASGIMiddleware:
                 reply = service.fast_reply(route, request)
                 if isinstance(reply, Reply):
                     return reply
-            reply = await self._render(service, route, request, wait=False)
+            reply = await self._render(service, route, request, slot, wait=False)
         if isinstance(reply, Reply):
             return reply
         # Two leaders in a row failed or stalled: render this request on its own.
-        rendered = await self._render(service, route, request, wait=False, alone=True)
+        rendered = await self._render(service, route, request, slot, wait=False, alone=True)
         assert isinstance(rendered, Reply)
         return rendered
 
     async def _render(
-        self, service: Service, route: Route, request: Request, *, wait: bool, alone: bool = False
+        self,
+        service: Service,
+        route: Route,
+        request: Request,
+        slot: _Slot,
+        *,
+        wait: bool,
+        alone: bool = False,
     ) -> Reply | threading.Event:
-        """`Service.reply` in a worker thread, abandoned (503) if it outlives the deadline."""
+        """`Service.reply` in a worker thread, abandoned (503) if it outlives the deadline.
+
+        It takes a render slot first (503 if none frees up within the deadline) and keeps
+        it while the page streams; an answer that is not a stream gives it back at once.
+        """
+        if not await slot.acquire(self._timeout):
+            return service.busy(route, request)
         call = partial(service.reply, route, request, self._run_async, wait=wait, alone=alone)
         try:
-            return await _in_thread(call, self._limiter(), self._timeout)
+            result = await _in_thread(call, self._capacity().threads, self._timeout)
         except TimeoutError:
+            slot.release()
             return service.timed_out(route, request, self._timeout)
+        except BaseException:
+            slot.release()
+            raise
+        if not isinstance(result, Reply) or isinstance(result.body, bytes):
+            slot.release()
+        return result
 
     async def _robots(
         self, scope: Scope, receive: Receive, send: Send, request: Request, service: Service
@@ -172,6 +203,36 @@ class SitemapASGIMiddleware:
         headers = [(b"content-type", TEXT_TYPE.encode()), (b"content-length", str(len(merged)).encode())]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": b"" if request.method == "HEAD" else merged})
+
+
+@dataclass(frozen=True, slots=True)
+class _Capacity:
+    """Per event loop: threads rendering at once, and documents being rendered at once."""
+
+    threads: anyio.CapacityLimiter
+    renders: anyio.Semaphore
+
+
+class _Slot:
+    """One request's claim on a render slot: taken before it renders, given back once."""
+
+    __slots__ = ("_held", "_semaphore")
+
+    def __init__(self, semaphore: anyio.Semaphore) -> None:
+        self._semaphore = semaphore
+        self._held = False
+
+    async def acquire(self, timeout: float | None) -> bool:
+        if not self._held:
+            with anyio.move_on_after(timeout):
+                await self._semaphore.acquire()
+                self._held = True
+        return self._held
+
+    def release(self) -> None:
+        if self._held:
+            self._held = False
+            self._semaphore.release()
 
 
 async def _call_app(app: ASGIApp, scope: Scope, receive: Receive) -> tuple[int, list[Any], bytes]:

@@ -132,6 +132,12 @@ class Service:
                     return self._from_document(stale, resource, route, request, hit=False)
             return unavailable()
 
+    def busy(self, route: _http.Route, request: Request) -> Reply:
+        """No render slot came free within the deadline: logged, counted, and a 503."""
+        self.stats.count(route.section, "busy")
+        logger.warning("sitemap %s: every render slot stayed busy; answered 503", request.path)
+        return unavailable()
+
     def timed_out(self, route: _http.Route, request: Request, timeout: float | None) -> Reply:
         """A render that outlived the provider deadline: logged, counted, and a 503."""
         self.stats.count(route.section, "provider_errors")

@@ -83,6 +83,11 @@ class Sitemaps:
       providers) at once per event loop. Rendering holds the GIL, so more threads
       only slow the app's own requests; raise it for providers that mostly wait on I/O.
       Under WSGI with ``wsgi_helper_threads``, the number of helper threads.
+    - ``max_renders``: under ASGI, how many cold documents may be in the middle of
+      rendering at once per event loop (a streamed page holds its slot until its client
+      has read it). Each holds about 1 MB, so this bounds memory beyond the cache under
+      any load; a request that finds no free slot within ``provider_timeout`` gets a
+      503 with ``Retry-After``. Under WSGI the server's threads bound it already.
     - ``wsgi_helper_threads``: under WSGI, render cold documents in ``render_threads``
       helper threads instead of the request thread, so that ``provider_timeout`` cuts
       a hung sync provider as well (a 503, or an aborted page). The catch, and why it
@@ -107,6 +112,7 @@ class Sitemaps:
         trust_forwarded: bool = False,
         provider_timeout: float | None = DEFAULT_PROVIDER_TIMEOUT,
         render_threads: int = 4,
+        max_renders: int = 16,
         wsgi_helper_threads: bool = False,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -131,9 +137,8 @@ class Sitemaps:
                 f"provider_timeout must be a positive number or None, not {provider_timeout!r}"
             )
         self.provider_timeout = provider_timeout
-        if isinstance(render_threads, bool) or not isinstance(render_threads, int) or render_threads < 1:
-            raise ConfigurationError(f"render_threads must be an int >= 1, not {render_threads!r}")
-        self.render_threads = render_threads
+        self.render_threads = _at_least_one("render_threads", render_threads)
+        self.max_renders = _at_least_one("max_renders", max_renders)
         self.wsgi_helper_threads = bool(wsgi_helper_threads)
         self.stats = Stats()
         self._sections: dict[str, Section] = {}
@@ -252,6 +257,12 @@ class Sitemaps:
         from .asgi import SitemapASGIMiddleware
 
         return SitemapASGIMiddleware(app, sitemaps=self)
+
+
+def _at_least_one(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigurationError(f"{name} must be an int >= 1, not {value!r}")
+    return value
 
 
 def _check_page_size(page_size: object) -> int:

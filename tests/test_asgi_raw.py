@@ -211,3 +211,100 @@ def test_page_streams_its_first_bytes_before_the_provider_finishes() -> None:
     assert len(bodies) > 2
     assert bodies[0]["body"].startswith(b"<?xml")
     assert len(locs(validate(send.body))) == 2000
+
+
+# -- render slots (max_renders) ------------------------------------------------------------------
+
+
+class HeldSend(Recorder):
+    """A client that takes the headers and the first chunk, then stops reading until `resume`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.resume = anyio.Event()
+        self.first_chunk = anyio.Event()
+
+    async def __call__(self, message: Message) -> None:
+        await super().__call__(message)
+        if message["type"] == "http.response.body" and message.get("more_body"):
+            self.first_chunk.set()
+            await self.resume.wait()  # a slow reader: the server cannot send more
+
+
+def slotted(max_renders: int, cache: bool = False) -> Sitemaps:
+    sitemaps = Sitemaps(base_url=BASE, max_renders=max_renders, provider_timeout=0.3, cache=cache)
+    sitemaps.add_provider("products", lambda: [f"/p/{n}" for n in range(3000)], page_size=1000)
+    sitemaps.add_provider("pages", lambda: ["/", "/about"])
+    return sitemaps
+
+
+def test_a_streaming_page_holds_its_render_slot_until_read_and_others_get_503_meanwhile() -> None:
+    sitemaps = slotted(max_renders=1)
+    app = sitemaps.asgi(RecordingApp())
+    held, blocked, later = HeldSend(), Recorder(), Recorder()
+
+    async def scenario() -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(app, http_scope("/sitemap-products-1.xml"), Receive(), held)
+            await held.first_chunk.wait()  # the page streams, its slot taken
+            await app(http_scope("/sitemap-pages-1.xml"), Receive(), blocked)  # waits 0.3 s: busy
+            held.resume.set()
+        await app(http_scope("/sitemap-pages-1.xml"), Receive(), later)  # the slot is free again
+
+    anyio.run(scenario)
+    assert held.status == 200
+    assert len(locs(validate(held.body))) == 1000
+    assert blocked.status == 503
+    assert blocked.body == b"Sitemap temporarily unavailable\n"
+    assert later.status == 200
+    assert sitemaps.stats.snapshot()["pages"]["busy"] == 1
+
+
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [
+        pytest.param("/sitemap-products-9.xml", 404, id="page-past-the-end"),
+        pytest.param("/sitemap-index.xml", 200, id="index-whole-bytes"),
+        pytest.param("/sitemap-broken-1.xml", 503, id="provider-error"),
+        pytest.param("/sitemap-products-2.xml", 200, id="streamed-page"),
+    ],
+)
+def test_every_way_a_render_ends_gives_its_slot_back(path: str, status: int) -> None:
+    sitemaps = slotted(max_renders=1)
+    if "broken" in path:
+
+        def broken() -> list[str]:
+            raise RuntimeError("database down")
+
+        sitemaps.add_provider("broken", broken)
+    app = sitemaps.asgi(RecordingApp())
+    sends = [Recorder() for _ in range(4)]
+
+    async def scenario() -> None:  # one event loop: the slots are per loop
+        for send in sends[:3]:  # with one slot, a slot kept by one request makes the next a 503
+            await app(http_scope(path), Receive(), send)
+        await app(http_scope("/sitemap-pages-1.xml"), Receive(), sends[3])
+
+    anyio.run(scenario)
+    assert [send.status for send in sends] == [status, status, status, 200]
+    assert all("busy" not in counters for counters in sitemaps.stats.snapshot().values())
+
+
+def test_a_request_waiting_for_another_render_of_its_page_holds_no_slot() -> None:
+    sitemaps = slotted(max_renders=2, cache=True)
+    app = sitemaps.asgi(RecordingApp())
+    leader, follower, other = HeldSend(), Recorder(), Recorder()
+
+    async def scenario() -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(app, http_scope("/sitemap-products-1.xml"), Receive(), leader)
+            await leader.first_chunk.wait()  # slot 1: the leader streams page 1
+            group.start_soon(app, http_scope("/sitemap-products-1.xml"), Receive(), follower)
+            await anyio.sleep(0.05)  # the follower finds the render in flight and waits for it
+            await app(http_scope("/sitemap-pages-1.xml"), Receive(), other)  # needs slot 2
+            leader.resume.set()
+
+    anyio.run(scenario)
+    assert (leader.status, follower.status, other.status) == (200, 200, 200)
+    assert follower.body == leader.body
+    assert sitemaps.stats.snapshot()["products"]["flight_waits"] >= 1

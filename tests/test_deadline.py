@@ -219,7 +219,8 @@ def test_provider_timeout_is_checked_at_construction(value):
         Sitemaps(base_url=BASE, provider_timeout=value)
 
 
-@pytest.mark.parametrize("threads", [0, -1, 1.5, True])
-def test_render_threads_is_checked_at_construction(threads):
-    with pytest.raises(ConfigurationError, match="render_threads"):
-        Sitemaps(base_url=BASE, render_threads=threads)
+@pytest.mark.parametrize("option", ["render_threads", "max_renders"])
+@pytest.mark.parametrize("value", [0, -1, 1.5, True])
+def test_thread_and_render_limits_are_checked_at_construction(option, value):
+    with pytest.raises(ConfigurationError, match=option):
+        Sitemaps(base_url=BASE, **{option: value})
