@@ -224,6 +224,7 @@ class Measured:
     seconds: float
     peak_kib: int
     tracebacks: int
+    warm_kib: int = 0  # RSS once warmed up, before the load (run 3)
 
     @property
     def requests(self) -> int:
@@ -271,9 +272,11 @@ def the_mix(clients: int, seconds: float, ours_env: dict[str, str]) -> Measured:
     server = uvicorn_server("load-mix", "asgi_ours", **ours_env)
     with server:
         etags = warm(server.base)
+        warm_kib = proc_status_kib("VmRSS", server.pid)
         print(f"  run 3: {clients} clients for {seconds:.0f} s", file=sys.stderr)
         result = segment(server, MIX, clients, seconds, etags)
         result.peak_kib = proc_status_kib("VmHWM", server.pid)
+        result.warm_kib = warm_kib
     result.label = "3. ours, the mix"
     result.tracebacks = server.tracebacks()
     return result
@@ -287,7 +290,7 @@ def ms(values: list[float], quantile: float) -> str:
     return f"{statistics.quantiles(values, n=100, method='inclusive')[round(quantile * 100) - 1] * 1000:,.1f}"
 
 
-def report(results: list[Measured], cache_bytes: int) -> str:
+def report(results: list[Measured], cache_bytes: int, max_renders: int) -> str:
     headers = ["run", "kind", "requests", "req/s", "errors", "p50 ms", "p99 ms", "server peak RSS"]
     body = []
     for result in results:
@@ -318,7 +321,12 @@ def report(results: list[Measured], cache_bytes: int) -> str:
                         "",
                     ]
                 )
-    return table(headers, body) + f"\n\ncache limit: {mib(cache_bytes / 1024)}"
+    mix = results[-1]
+    return table(headers, body) + (
+        f"\n\nmemory, run 3: RSS {mib(mix.warm_kib)} once warmed up, peak {mib(mix.peak_kib)} under load: "
+        f"+{mib(mix.peak_kib - mix.warm_kib)} for a cache limit of {mib(cache_bytes / 1024)} "
+        f"and max_renders={max_renders} (each render in progress holds about 1 MB)"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -327,6 +335,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--clients", type=int, help="concurrent clients (default 300)")
     parser.add_argument("--seconds", type=float, help="length of each run (default 25)")
     parser.add_argument("--cache-bytes", type=int, default=2 * 1024 * 1024, help="MemoryStore limit")
+    parser.add_argument("--max-renders", type=int, default=16, help="Sitemaps max_renders (default 16)")
     args = parser.parse_args(argv)
     clients = args.clients or (100 if args.quick else 300)
     seconds = args.seconds or (3.0 if args.quick else 25.0)
@@ -335,6 +344,7 @@ def main(argv: list[str] | None = None) -> None:
         "BENCH_PAGE_SIZE": str(PAGE_SIZE),
         "BENCH_PROVIDER": "sequence",
         "BENCH_CACHE": str(args.cache_bytes),
+        "BENCH_MAX_RENDERS": str(args.max_renders),
     }
     print(f"load: {clients} clients, one keep-alive connection each; uvicorn, 1 worker; {machine()}")
     print(
@@ -342,7 +352,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     results = [*app_requests_only(clients, seconds, ours), the_mix(clients, seconds, ours)]
     print()
-    print(report(results, args.cache_bytes))
+    print(report(results, args.cache_bytes, args.max_renders))
     for result in results:
         for cause, count in result.tally.causes.most_common():
             print(f"errors in {result.label}: {count} x {cause}")
