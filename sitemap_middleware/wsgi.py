@@ -177,8 +177,9 @@ class _Deadlined:
 
     def close(self) -> None:
         if self._stalled:
-            # The helper is still inside the provider: only what the render holds is
-            # given up; its generator and event loop are closed when it returns.
+            # The helper is still inside the provider: give up what the render holds
+            # (its single-flight) now. The generator is closed once that call returns
+            # and its last reference goes (CPython closes a suspended generator then).
             if self._reply.abandon is not None:
                 self._reply.abandon()
             return
