@@ -26,7 +26,7 @@ from anyio.lowlevel import RunVar
 
 from ._http import TEXT_TYPE, Route, mount_prefix
 from .errors import ProviderError
-from .providers import AsyncRunner, within
+from .providers import AsyncRunner, thread_deadline, within
 from .replies import REQUEST_HEADERS, Reply, Request, unknown_host
 from .service import FOLLOW_TIMEOUT, Service
 
@@ -360,7 +360,7 @@ async def _in_thread(
     answer 503 to requests that merely waited their turn.
     """
     async with limiter if limiter is not None else _NO_LIMIT:
-        with anyio.fail_after(timeout):
+        with anyio.fail_after(thread_deadline(timeout)):
             return await anyio.to_thread.run_sync(func, abandon_on_cancel=True)
 
 

@@ -20,6 +20,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
+from .providers import thread_deadline
+
 __all__ = ["Helpers"]
 
 T = TypeVar("T")
@@ -65,7 +67,8 @@ class Helpers:
 
     def run(self, func: Callable[[], T], timeout: float | None) -> T:
         """``func()`` on a helper thread; `TimeoutError` if no helper starts it within
-        ``timeout`` (all busy or stuck) or it does not return within ``timeout`` more.
+        ``timeout`` (all busy or stuck) or it does not return within ``timeout`` more
+        (plus `THREAD_GRACE`, so that async providers' own deadlines report first).
 
         Queueing gets its own allowance: a busy server must not answer 503 to a request
         that merely waited its turn, nor wait forever when every helper is stuck.
@@ -75,7 +78,7 @@ class Helpers:
         self._start_thread()
         if not job.started.wait(timeout) and job.cancel():
             raise TimeoutError("no helper thread became free")
-        if not job.done.wait(timeout):
+        if not job.done.wait(thread_deadline(timeout)):
             raise TimeoutError("the call did not return in time")
         if job.error is not None:
             raise job.error
