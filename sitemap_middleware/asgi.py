@@ -16,7 +16,7 @@ import threading
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import anyio
 import anyio.from_thread
@@ -25,8 +25,9 @@ import anyio.to_thread
 from anyio.lowlevel import RunVar
 
 from ._http import TEXT_TYPE, Route, mount_prefix
+from .deadlines import Heartbeat, thread_deadline, within
 from .errors import ProviderError
-from .providers import AsyncRunner, thread_deadline, within
+from .providers import AsyncRunner
 from .replies import REQUEST_HEADERS, Reply, Request, unknown_host
 from .service import FOLLOW_TIMEOUT, Service
 
@@ -335,10 +336,7 @@ async def _stream(
             await send({"type": "http.response.body", "body": b""})
             group.cancel_scope.cancel()
     except BaseExceptionGroup as errors:
-        if len(errors.exceptions) == 1:
-            error = errors.exceptions[0]  # the provider's error, not anyio's wrapper
-            raise error from error.__cause__
-        raise
+        _raise_unwrapped(errors)
 
 
 async def _next_chunk(
@@ -354,14 +352,44 @@ async def _next_chunk(
 async def _in_thread(
     func: Callable[[], T], limiter: anyio.CapacityLimiter | None, timeout: float | None
 ) -> T:
-    """``func()`` in a worker thread, once ``limiter`` lends one; the deadline starts then.
+    """``func()`` in a worker thread, once ``limiter`` lends one; abandoned if it stalls.
 
     Waiting for a render thread is queueing, not a hung provider: a busy server must not
-    answer 503 to requests that merely waited their turn.
+    answer 503 to requests that merely waited their turn. Once lent, the deadline counts
+    from the provider's last batch (`deadlines.Heartbeat`): a long render that keeps
+    producing, such as planning millions of URLs, is never cut; one that stalls is.
     """
     async with limiter if limiter is not None else _NO_LIMIT:
-        with anyio.fail_after(thread_deadline(timeout)):
-            return await anyio.to_thread.run_sync(func, abandon_on_cancel=True)
+        deadline = thread_deadline(timeout)
+        if deadline is None:
+            return await anyio.to_thread.run_sync(func)
+        heartbeat = Heartbeat()
+        run = partial(heartbeat.context().run, func)
+        try:
+            with anyio.CancelScope(deadline=anyio.current_time() + deadline) as scope:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(_keep_alive, scope, heartbeat, deadline)
+                    result = await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+                    group.cancel_scope.cancel()
+                return result
+        except BaseExceptionGroup as errors:
+            _raise_unwrapped(errors)
+        raise TimeoutError(f"no progress for {deadline} s")
+
+
+async def _keep_alive(scope: anyio.CancelScope, heartbeat: Heartbeat, deadline: float) -> None:
+    """Push ``scope``'s deadline on while batches keep arriving: it fires on a stall."""
+    while True:
+        await anyio.sleep(deadline / 4)
+        scope.deadline = anyio.current_time() + deadline - heartbeat.silent_for()
+
+
+def _raise_unwrapped(errors: BaseExceptionGroup[BaseException]) -> NoReturn:
+    """Raise the one error inside anyio's group (the provider's, with its cause), or the group."""
+    if len(errors.exceptions) == 1:
+        error = errors.exceptions[0]
+        raise error from error.__cause__
+    raise errors
 
 
 def _on_loop(timeout: float | None, func: Callable[..., Awaitable[T]], /, *args: Any) -> T:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import closing
 from dataclasses import dataclass
 
+from .deadlines import beat
 from .entries import Normaliser, Site
 from .errors import EntryError, ProviderError
 from .providers import AsyncRunner, Batches, Section
@@ -207,6 +208,7 @@ def _pull(
                 raise
             except Exception as exc:
                 raise ProviderError(f"provider {section.name!r} raised {exc!r}") from exc
+            beat()  # progress: a deadline counts from here (deadlines.py)
             yield batch
     finally:
         batches.close()

@@ -35,8 +35,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Protocol, TypeVar
 
-import anyio
-
+from .deadlines import within
 from .errors import ProviderError
 
 __all__ = [
@@ -48,7 +47,6 @@ __all__ = [
     "ProviderFunc",
     "Section",
     "resolve",
-    "within",
 ]
 
 T = TypeVar("T")
@@ -66,23 +64,6 @@ class AsyncRunner(Protocol):
     """Runs one coroutine to completion from the engine's (synchronous) thread."""
 
     def __call__(self, func: Callable[..., Awaitable[T]], /, *args: Any) -> T: ...
-
-
-# The deadline on a thread that calls providers is this much longer than the providers'
-# own: an async provider's deadline fires inside the thread first and is reported once,
-# and the thread's deadline catches only a sync provider that never returns.
-THREAD_GRACE = 0.5
-
-
-def thread_deadline(timeout: float | None) -> float | None:
-    """How long to wait for a thread that runs providers under ``timeout``."""
-    return None if timeout is None else timeout + THREAD_GRACE
-
-
-async def within(timeout: float | None, func: Callable[..., Awaitable[T]], /, *args: Any) -> T:
-    """Await ``func(*args)``, raising `TimeoutError` after ``timeout`` seconds (``None``: never)."""
-    with anyio.fail_after(timeout):
-        return await func(*args)
 
 
 class LoopRunner:

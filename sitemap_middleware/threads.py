@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Generic, TypeVar
 
-from .providers import thread_deadline
+from .deadlines import Heartbeat, thread_deadline
 
 __all__ = ["Helpers"]
 
@@ -67,19 +69,26 @@ class Helpers:
 
     def run(self, func: Callable[[], T], timeout: float | None) -> T:
         """``func()`` on a helper thread; `TimeoutError` if no helper starts it within
-        ``timeout`` (all busy or stuck) or it does not return within ``timeout`` more
-        (plus `THREAD_GRACE`, so that async providers' own deadlines report first).
+        ``timeout`` (all busy or stuck), or if it then makes no progress for ``timeout``
+        (the provider's batches renew a `Heartbeat`; see `deadlines`).
 
         Queueing gets its own allowance: a busy server must not answer 503 to a request
         that merely waited its turn, nor wait forever when every helper is stuck.
         """
-        job = _Job(func)
+        heartbeat = Heartbeat()
+        job = _Job(partial(heartbeat.context().run, func))
         self._jobs.put(job)
         self._start_thread()
         if not job.started.wait(timeout) and job.cancel():
             raise TimeoutError("no helper thread became free")
-        if not job.done.wait(thread_deadline(timeout)):
-            raise TimeoutError("the call did not return in time")
+        heartbeat.last = time.monotonic()  # the deadline starts with the work, not the queue
+        deadline = thread_deadline(timeout)
+        if deadline is None:
+            job.done.wait()
+        else:
+            while not job.done.wait(deadline - heartbeat.silent_for()):
+                if heartbeat.silent_for() >= deadline:
+                    raise TimeoutError(f"no progress for {deadline} s")
         if job.error is not None:
             raise job.error
         return job.result  # type: ignore[return-value]

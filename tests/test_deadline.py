@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any, overload
 
 import pytest
 from werkzeug.test import Client
@@ -191,6 +191,58 @@ def test_hung_sync_provider_behind_a_real_wsgi_server_gets_503_in_time(releasing
     assert got.status == 503
     assert got.headers["Retry-After"]
     assert elapsed < 10 * DEADLINE
+
+
+# -- the deadline is on progress, not on a whole render ---------------------------------------
+
+
+class SlowPages(Sequence[str]):
+    """A catalogue whose every slice (one query per batch) takes two thirds of the deadline."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.queries = 0
+
+    def __len__(self) -> int:
+        return self.count
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, int):
+            return f"/p/{index}"
+        time.sleep(2 * DEADLINE / 3)
+        self.queries += 1
+        return [f"/p/{n}" for n in range(self.count)[index]]
+
+
+@pytest.mark.parametrize("adapter", ["asgi", "wsgi-helpers"])
+def test_a_long_plan_that_keeps_progressing_is_never_cut(adapter):
+    # 3,000 URLs come in 8 slices (1, 4, 16, 64, 256, 1024, 1024, 611): 1.6 s in all, far
+    # past the deadline, but no slice takes longer than the deadline.
+    catalogue = SlowPages(3000)
+    sitemaps = Sitemaps(base_url=BASE, provider_timeout=DEADLINE, wsgi_helper_threads=adapter != "asgi")
+    sitemaps.add_provider("products", lambda: catalogue, page_size=1000)
+    if adapter == "asgi":
+        from .conftest import SitemapClient
+
+        client = SitemapClient("asgi", sitemaps)
+        try:
+            index = client.get("/sitemap-index.xml")
+        finally:
+            client.close()
+        status, body = index.status, index.body
+    else:
+        response = Client(sitemaps.wsgi(plain_wsgi_app)).get("/sitemap-index.xml")
+        status, body = response.status_code, response.get_data()
+    assert status == 200
+    assert body.count(b"<sitemap>") == 3
+    assert catalogue.queries == 8
+    assert "provider_errors" not in sitemaps.stats.snapshot().get("", {})
 
 
 @pytest.mark.parametrize("helpers", [False, True])

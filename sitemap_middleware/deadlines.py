@@ -1,0 +1,73 @@
+"""How ``provider_timeout`` is kept: a deadline on each step of a provider, not on a whole render.
+
+A provider is slow in two very different ways. Planning a section of 10M URLs pulls
+10,000 batches and takes a minute, every batch arriving in milliseconds: that is
+progress, and must never be cut. A database that stops answering produces nothing: that
+is a stall, and must be cut after ``timeout`` seconds. So the deadline counts from the
+last sign of progress:
+
+- an async provider's call is awaited `within` the deadline, on its event loop;
+- code that calls providers in another thread (ASGI worker threads, WSGI helpers) runs
+  under a `Heartbeat` that every batch pulled renews (`beat`), and the waiting side
+  gives up only when the heartbeat is older than the deadline (plus `THREAD_GRACE`)::
+
+      heartbeat = Heartbeat()
+      context = heartbeat.context()            # run the thread's work in this context
+      ... heartbeat.silent_for() > thread_deadline(timeout)   # a stall: give up
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import anyio
+
+__all__ = ["THREAD_GRACE", "Heartbeat", "beat", "thread_deadline", "within"]
+
+T = TypeVar("T")
+
+# A thread's deadline is this much longer than the providers' own: an async provider's
+# deadline fires inside the thread first and is reported once, and the thread's deadline
+# catches only a sync provider that never returns.
+THREAD_GRACE = 0.5
+
+_CURRENT: contextvars.ContextVar[Heartbeat | None] = contextvars.ContextVar("sitemap_heartbeat", default=None)
+
+
+def thread_deadline(timeout: float | None) -> float | None:
+    """How long a thread that calls providers under ``timeout`` may go without progress."""
+    return None if timeout is None else timeout + THREAD_GRACE
+
+
+async def within(timeout: float | None, func: Callable[..., Awaitable[T]], /, *args: Any) -> T:
+    """Await ``func(*args)``, raising `TimeoutError` after ``timeout`` seconds (``None``: never)."""
+    with anyio.fail_after(timeout):
+        return await func(*args)
+
+
+class Heartbeat:
+    """When the work it watches last made progress (`time.monotonic` seconds)."""
+
+    __slots__ = ("last",)
+
+    def __init__(self) -> None:
+        self.last = time.monotonic()
+
+    def context(self) -> contextvars.Context:
+        """A copy of the current context in which `beat` renews this heartbeat."""
+        context = contextvars.copy_context()
+        context.run(_CURRENT.set, self)
+        return context
+
+    def silent_for(self) -> float:
+        return time.monotonic() - self.last
+
+
+def beat() -> None:
+    """Progress: called for every batch a provider yields. A no-op outside a `Heartbeat`."""
+    heartbeat = _CURRENT.get()
+    if heartbeat is not None:
+        heartbeat.last = time.monotonic()
