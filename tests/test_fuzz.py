@@ -307,6 +307,10 @@ def test_any_accept_encoding_and_validators_give_a_valid_200_or_a_bare_304(
         names = {name.lower() for name, _ in response.headers.items()}
         assert names <= _NOT_MODIFIED_HEADERS | {"content-length"}
         assert response.headers.get("Content-Length", "0") == "0"
+        # The same request again is replayed (replays.py): it must be the very same answer.
+        again = client.get(path, wire(client, headers))
+        assert (again.status, again.body) == (304, b"")
+        assert sorted(again.headers.items()) == sorted(response.headers.items())
         return
     validate(body_of(response, path))
     if response.headers.get("Content-Encoding") == "gzip":
