@@ -11,31 +11,26 @@ loop (`anyio.from_thread.run`), where their connections live. Non-``http`` scope
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
-from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 from anyio.lowlevel import RunVar
 
 from ._http import TEXT_TYPE, Route, mount_prefix
-from .deadlines import Heartbeat, thread_deadline, within
 from .errors import ProviderError
+from .offload import Capacity, Slot, in_thread, on_loop, raise_unwrapped, wait_for
 from .providers import AsyncRunner
 from .replies import REQUEST_HEADERS, Reply, Request, unknown_host
-from .service import FOLLOW_TIMEOUT, Service
+from .service import Service
 
 if TYPE_CHECKING:
     from .sitemaps import Sitemaps
 
-T = TypeVar("T")
-_NO_LIMIT = contextlib.nullcontext()
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -62,14 +57,14 @@ class SitemapASGIMiddleware:
         self._replays = sitemaps.replays
         self._timeout: float | None = sitemaps.provider_timeout
         # Async providers run on this app's event loop, under the same deadline.
-        self._run_async: AsyncRunner = partial(_on_loop, self._timeout)
+        self._run_async: AsyncRunner = partial(on_loop, self._timeout)
         # Rendering is CPU-bound Python: every thread doing it competes with the event
         # loop for the GIL, so a few threads serve cold pages and the app stays responsive.
         # And each document being rendered holds ~1 MB (a batch of entries, the compressor,
         # the copy for the cache) until its client has read it: their number is capped too.
         self._render_threads = sitemaps.render_threads
         self._max_renders = sitemaps.max_renders
-        self._capacities: RunVar[_Capacity] = RunVar(f"sitemap_capacity_{id(self)}")
+        self._capacities: RunVar[Capacity] = RunVar(f"sitemap_capacity_{id(self)}")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -105,7 +100,7 @@ class SitemapASGIMiddleware:
             return
         ticket = 0 if replays is None else replays.ticket()
         capacity = self._capacity()
-        slot = _Slot(capacity.renders)
+        slot = Slot(capacity.renders)
         try:
             reply = await self._answer(service, route, request, slot)
             if replays is not None and reply.origin is not None:
@@ -121,18 +116,18 @@ class SitemapASGIMiddleware:
         finally:
             slot.release()
 
-    def _capacity(self) -> _Capacity:
+    def _capacity(self) -> Capacity:
         """This event loop's limits (anyio's primitives must not cross event loops)."""
         try:
             return self._capacities.get()
         except LookupError:
-            capacity = _Capacity(
+            capacity = Capacity(
                 anyio.CapacityLimiter(self._render_threads), anyio.Semaphore(self._max_renders)
             )
             self._capacities.set(capacity)
             return capacity
 
-    async def _answer(self, service: Service, route: Route, request: Request, slot: _Slot) -> Reply:
+    async def _answer(self, service: Service, route: Route, request: Request, slot: Slot) -> Reply:
         """From the cache on the loop if possible; else a render in a worker thread.
 
         A request that finds the same document being rendered waits here, on the loop,
@@ -144,7 +139,7 @@ class SitemapASGIMiddleware:
             if isinstance(reply, Reply):
                 return reply
             if isinstance(reply, threading.Event):
-                await _wait(reply)
+                await wait_for(reply)
                 reply = service.fast_reply(route, request)
                 if isinstance(reply, Reply):
                     return reply
@@ -161,7 +156,7 @@ class SitemapASGIMiddleware:
         service: Service,
         route: Route,
         request: Request,
-        slot: _Slot,
+        slot: Slot,
         *,
         wait: bool,
         alone: bool = False,
@@ -175,7 +170,7 @@ class SitemapASGIMiddleware:
             return service.busy(route, request)
         call = partial(service.reply, route, request, self._run_async, wait=wait, alone=alone)
         try:
-            result = await _in_thread(call, self._capacity().threads, self._timeout)
+            result = await in_thread(call, self._capacity().threads, self._timeout)
         except TimeoutError:
             slot.release()
             return service.timed_out(route, request, self._timeout)
@@ -206,36 +201,6 @@ class SitemapASGIMiddleware:
         await send({"type": "http.response.body", "body": b"" if request.method == "HEAD" else merged})
 
 
-@dataclass(frozen=True, slots=True)
-class _Capacity:
-    """Per event loop: threads rendering at once, and documents being rendered at once."""
-
-    threads: anyio.CapacityLimiter
-    renders: anyio.Semaphore
-
-
-class _Slot:
-    """One request's claim on a render slot: taken before it renders, given back once."""
-
-    __slots__ = ("_held", "_semaphore")
-
-    def __init__(self, semaphore: anyio.Semaphore) -> None:
-        self._semaphore = semaphore
-        self._held = False
-
-    async def acquire(self, timeout: float | None) -> bool:
-        if not self._held:
-            with anyio.move_on_after(timeout):
-                await self._semaphore.acquire()
-                self._held = True
-        return self._held
-
-    def release(self) -> None:
-        if self._held:
-            self._held = False
-            self._semaphore.release()
-
-
 async def _call_app(app: ASGIApp, scope: Scope, receive: Receive) -> tuple[int, list[Any], bytes]:
     """Run ``app`` to completion and collect its response (robots.txt is small)."""
     messages: list[Message] = []
@@ -249,19 +214,6 @@ async def _call_app(app: ASGIApp, scope: Scope, receive: Receive) -> tuple[int, 
         raise RuntimeError("the app returned without starting a response for /robots.txt")
     body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.response.body")
     return start["status"], list(start.get("headers", ())), body
-
-
-async def _wait(event: threading.Event) -> None:
-    """Wait for another request's render without taking a worker thread from it.
-
-    Polling, not a thread blocked on the event: hundreds of followers must never hold
-    every token of the pool the leader needs to finish.
-    """
-    delay = 0.001
-    with anyio.move_on_after(FOLLOW_TIMEOUT):
-        while not event.is_set():
-            await anyio.sleep(delay)
-            delay = min(delay * 2, 0.05)
 
 
 def _signature(scope: Scope) -> tuple[Any, ...]:
@@ -336,7 +288,7 @@ async def _stream(
             await send({"type": "http.response.body", "body": b""})
             group.cancel_scope.cancel()
     except BaseExceptionGroup as errors:
-        _raise_unwrapped(errors)
+        raise_unwrapped(errors)
 
 
 async def _next_chunk(
@@ -344,57 +296,9 @@ async def _next_chunk(
 ) -> Any:
     """The next chunk, from a worker thread; a provider stalled past the deadline aborts the page."""
     try:
-        return await _in_thread(partial(next, chunks, done), limiter, timeout)
+        return await in_thread(partial(next, chunks, done), limiter, timeout)
     except TimeoutError:
         raise ProviderError.stalled(timeout) from None
-
-
-async def _in_thread(
-    func: Callable[[], T], limiter: anyio.CapacityLimiter | None, timeout: float | None
-) -> T:
-    """``func()`` in a worker thread, once ``limiter`` lends one; abandoned if it stalls.
-
-    Waiting for a render thread is queueing, not a hung provider: a busy server must not
-    answer 503 to requests that merely waited their turn. Once lent, the deadline counts
-    from the provider's last batch (`deadlines.Heartbeat`): a long render that keeps
-    producing, such as planning millions of URLs, is never cut; one that stalls is.
-    """
-    async with limiter if limiter is not None else _NO_LIMIT:
-        deadline = thread_deadline(timeout)
-        if deadline is None:
-            return await anyio.to_thread.run_sync(func)
-        heartbeat = Heartbeat()
-        run = partial(heartbeat.context().run, func)
-        try:
-            with anyio.CancelScope(deadline=anyio.current_time() + deadline) as scope:
-                async with anyio.create_task_group() as group:
-                    group.start_soon(_keep_alive, scope, heartbeat, deadline)
-                    result = await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
-                    group.cancel_scope.cancel()
-                return result
-        except BaseExceptionGroup as errors:
-            _raise_unwrapped(errors)
-        raise TimeoutError(f"no progress for {deadline} s")
-
-
-async def _keep_alive(scope: anyio.CancelScope, heartbeat: Heartbeat, deadline: float) -> None:
-    """Push ``scope``'s deadline on while batches keep arriving: it fires on a stall."""
-    while True:
-        await anyio.sleep(deadline / 4)
-        scope.deadline = anyio.current_time() + deadline - heartbeat.silent_for()
-
-
-def _raise_unwrapped(errors: BaseExceptionGroup[BaseException]) -> NoReturn:
-    """Raise the one error inside anyio's group (the provider's, with its cause), or the group."""
-    if len(errors.exceptions) == 1:
-        error = errors.exceptions[0]
-        raise error from error.__cause__
-    raise errors
-
-
-def _on_loop(timeout: float | None, func: Callable[..., Awaitable[T]], /, *args: Any) -> T:
-    """Run ``func(*args)`` on the app's event loop, from a worker thread, within the deadline."""
-    return anyio.from_thread.run(partial(within, timeout, func), *args)
 
 
 async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:

@@ -23,8 +23,10 @@ from typing import Protocol
 
 from cachetools import TTLCache
 
-__all__ = ["CacheStore", "Document", "Flights", "MemoryStore"]
+__all__ = ["FOLLOW_TIMEOUT", "CacheStore", "Document", "Flights", "MemoryStore"]
 
+# A follower waits this long for the leader's render before rendering on its own.
+FOLLOW_TIMEOUT = 60.0
 # Bytes charged per entry on top of its body: keys, validators, bookkeeping.
 _ENTRY_OVERHEAD = 512
 

@@ -23,7 +23,7 @@ from cachetools import LRUCache
 
 from . import _http
 from ._http import Validators
-from .cache import CacheStore, Document, Flights
+from .cache import FOLLOW_TIMEOUT, CacheStore, Document, Flights
 from .compress import GzipWriter, gunzip_stream, gzip_bytes, gzip_stream
 from .engine import Engine, PagePlan
 from .errors import ProviderError
@@ -33,10 +33,7 @@ from .resources import Resource, Resources, version_etag
 from .robots import default_robots, merge_robots
 from .stats import Stats, logger
 
-__all__ = ["FOLLOW_TIMEOUT", "Service"]
-
-# A follower waits this long for the leader's render before rendering on its own.
-FOLLOW_TIMEOUT = 60.0
+__all__ = ["Service"]
 
 
 class Service:

@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Any
 from werkzeug.wsgi import ClosingIterator
 
 from ._http import TEXT_TYPE, Route, mount_prefix
+from .cache import FOLLOW_TIMEOUT
 from .errors import ProviderError
 from .providers import LoopRunner
 from .replies import REQUEST_HEADERS, Reply, Request, unknown_host
-from .service import FOLLOW_TIMEOUT, Service
+from .service import Service
 from .threads import Helpers
 
 if TYPE_CHECKING:
