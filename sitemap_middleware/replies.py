@@ -10,20 +10,16 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from . import _http
-from ._http import Validators
 from .cache import Document
 from .sites import HOST_HEADERS
 
 __all__ = [
     "REQUEST_HEADERS",
     "RETRY_AFTER_SECONDS",
-    "HeaderPolicy",
     "Origin",
-    "Prepared",
     "Reply",
     "Request",
     "early",
-    "encode",
     "plain",
     "unavailable",
     "unknown_host",
@@ -87,34 +83,6 @@ class Reply:
         except ValueError:
             if self.abandon is not None:
                 self.abandon()
-
-
-@dataclass(frozen=True, slots=True)
-class Prepared:
-    """What every hit on one stored document in one representation shares.
-
-    Holds the document's fingerprint, never the document: the cache alone decides how
-    long a body stays in memory.
-    """
-
-    fingerprint: tuple[str, int, int, int]
-    validators: Validators
-    ok: list[tuple[str, str]]
-    not_modified: list[tuple[str, str]]
-    raw_ok: list[tuple[bytes, bytes]]
-    raw_not_modified: list[tuple[bytes, bytes]]
-
-
-def encode(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
-    return [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers]
-
-
-@dataclass(frozen=True, slots=True)
-class HeaderPolicy:
-    """Headers every sitemap document carries (configured on `Sitemaps`)."""
-
-    cache_control: str | None
-    robots_tag: str | None
 
 
 def unknown_host() -> Reply:

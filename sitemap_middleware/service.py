@@ -27,8 +27,9 @@ from .cache import FOLLOW_TIMEOUT, CacheStore, Document, Flights
 from .compress import GzipWriter, gunzip_stream, gzip_bytes, gzip_stream
 from .engine import Engine, PagePlan
 from .errors import ProviderError
+from .headers import DocumentHeaders, HeaderPolicy, is_not_modified, representation, wants_gzip
 from .providers import AsyncRunner, Section
-from .replies import HeaderPolicy, Origin, Prepared, Reply, Request, early, encode, plain, unavailable
+from .replies import Origin, Reply, Request, early, plain, unavailable
 from .resources import Resource, Resources, version_etag
 from .robots import default_robots, merge_robots
 from .stats import Stats, logger
@@ -54,7 +55,7 @@ class Service:
         self.resources = Resources(engine.site, sections, store)
         self.stats = stats
         self.store = store
-        self.policy = policy
+        self.headers = DocumentHeaders(policy)
         self._clock = clock
         self._flights = Flights()
         # (etag, first-produced time) per resource: Last-Modified survives a re-render
@@ -63,7 +64,6 @@ class Service:
         # The newest index rendered per mount prefix, served when a provider fails.
         self._last_good_index: LRUCache[str, Document] = LRUCache(maxsize=64)
         self._memory_lock = threading.Lock()
-        self._prepared: dict[tuple[str, bool, bool], Prepared] = {}
 
     def match(self, path: str) -> _http.Route | None:
         return _http.match_route(path, self.sections)
@@ -146,7 +146,7 @@ class Service:
     ) -> Reply | threading.Event:
         if resource.version is not None:
             validators = self._validators(resource, route, request)
-            if _not_modified(validators, request):
+            if is_not_modified(validators, request):
                 return self._not_modified(validators, resource, route)
         store = self.store
         if store is None:
@@ -178,9 +178,9 @@ class Service:
         *,
         hit: bool = True,
     ) -> Reply:
-        gzip = _wants_gzip(route, request)
-        prepared = self._prepare(document, resource, route, gzip)
-        if _not_modified(prepared.validators, request):
+        gzip = wants_gzip(route, request)
+        prepared = self.headers.prepare(document, resource.key, route, gzip)
+        if is_not_modified(prepared.validators, request):
             self.stats.count(resource.section, "not_modified")
             origin = Origin(resource.key, document, resource.section)
             return Reply(304, prepared.not_modified, raw_headers=prepared.raw_not_modified, origin=origin)
@@ -193,52 +193,9 @@ class Service:
             body = document.body if gzip else gunzip_stream(document.body)
         return Reply(200, prepared.ok, body, raw_headers=prepared.raw_ok)
 
-    def _prepare(self, document: Document, resource: Resource, route: _http.Route, gzip: bool) -> Prepared:
-        """Validators and both header sets of one stored document, built once per representation.
-
-        Cached hits and 304s are the hot path (crawlers revalidate far more often than
-        pages change): formatting dates and headers per request was half their cost.
-        """
-        key = (resource.key, route.gz_file, gzip)
-        fingerprint = (document.etag, document.last_modified, document.size, len(document.body))
-        prepared = self._prepared.get(key)
-        if prepared is not None and prepared.fingerprint == fingerprint:
-            return prepared
-        validators = _representation(Validators(f'"{document.etag}"', document.last_modified), gzip)
-        ok = self._headers(route, gzip) + validators.headers()
-        ok.append(("Content-Length", str(len(document.body) if gzip else document.size)))
-        not_modified = self._not_modified_headers(validators, route)
-        prepared = Prepared(fingerprint, validators, ok, not_modified, encode(ok), encode(not_modified))
-        if len(self._prepared) >= 10_000:
-            self._prepared.clear()  # bounded: keys come from documents, which come and go
-        self._prepared[key] = prepared
-        return prepared
-
     def _not_modified(self, validators: Validators, resource: Resource, route: _http.Route) -> Reply:
         self.stats.count(resource.section, "not_modified")
-        return Reply(304, self._not_modified_headers(validators, route))
-
-    def _not_modified_headers(self, validators: Validators, route: _http.Route) -> list[tuple[str, str]]:
-        headers = validators.headers()
-        if self.policy.cache_control:
-            headers.append(("Cache-Control", self.policy.cache_control))
-        if not route.gz_file:
-            headers.append(("Vary", "Accept-Encoding"))
-        return headers
-
-    def _headers(self, route: _http.Route, gzip: bool) -> list[tuple[str, str]]:
-        if route.gz_file:
-            # A .gz file is a gzip document, not an encoded XML one: no Content-Encoding.
-            headers = [("Content-Type", _http.GZIP_TYPE)]
-        else:
-            headers = [("Content-Type", _http.XML_TYPE), ("Vary", "Accept-Encoding")]
-            if gzip:
-                headers.append(("Content-Encoding", "gzip"))
-        if self.policy.cache_control:
-            headers.append(("Cache-Control", self.policy.cache_control))
-        if self.policy.robots_tag:
-            headers.append(("X-Robots-Tag", self.policy.robots_tag))
-        return headers
+        return Reply(304, self.headers.not_modified(validators, route))
 
     # -- rendering ---------------------------------------------------------------------------
 
@@ -276,8 +233,8 @@ class Service:
         if stream is None:
             release()
             return plain(404, b"Not Found\n")
-        gzip_out = _wants_gzip(route, request)
-        headers = self._headers(route, gzip_out)
+        gzip_out = wants_gzip(route, request)
+        headers = self.headers.base(route, gzip_out)
         if resource.version is not None:
             headers += self._validators(resource, route, request).headers()
         self.stats.count(resource.section, "served")
@@ -356,7 +313,7 @@ class Service:
         with self._memory_lock:
             seen = self._first_seen.get(resource.stable)
         last_modified = resource.version.time or (seen[1] if seen and seen[0] == etag else None)
-        return _representation(Validators(f'"{etag}"', last_modified), _wants_gzip(route, request))
+        return representation(Validators(f'"{etag}"', last_modified), wants_gzip(route, request))
 
     # -- plans, keys and versions ------------------------------------------------------------
 
@@ -428,23 +385,6 @@ class Service:
     def _robots_key(self, request: Request) -> str:
         assert self.store is not None
         return f"robots|{self.engine.site.root}{request.prefix}|{self.store.generation('')}"
-
-
-def _wants_gzip(route: _http.Route, request: Request) -> bool:
-    return route.gz_file or _http.accepts_gzip(request.header("accept-encoding"))
-
-
-def _representation(validators: Validators, gzip: bool) -> Validators:
-    """The gzip representation is other bytes, so it gets its own (derived) strong ETag."""
-    if validators.etag is not None and gzip:
-        return Validators(validators.etag[:-1] + '-gz"', validators.last_modified)
-    return validators
-
-
-def _not_modified(validators: Validators, request: Request) -> bool:
-    return _http.not_modified(
-        validators, request.header("if-none-match"), request.header("if-modified-since")
-    )
 
 
 def _no_async(func: Callable[..., Awaitable[Any]], /, *args: Any) -> Any:

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, TypeVar
 from .cache import CacheStore, MemoryStore
 from .engine import Engine
 from .errors import ConfigurationError
+from .headers import HeaderPolicy
 from .providers import Call, Provider, ProviderFunc, Section
 from .render import MAX_BYTES, MAX_URLS
 from .replays import Replays
-from .replies import HeaderPolicy
 from .service import Service
 from .sites import Sites
 from .stats import Stats
