@@ -16,7 +16,7 @@ from typing import Literal
 
 from werkzeug.http import http_date, parse_accept_header, parse_date, parse_etags
 
-from .entries import quote_uri
+from .uris import quote_uri
 
 __all__ = ["Route", "Validators", "accepts_gzip", "match_route", "mount_prefix", "not_modified"]
 

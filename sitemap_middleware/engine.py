@@ -21,11 +21,12 @@ from contextlib import closing
 from dataclasses import dataclass
 
 from .deadlines import beat
-from .entries import Normaliser, Site
+from .entries import Normaliser
 from .errors import EntryError, ProviderError
 from .providers import AsyncRunner, Batches, Section
 from .render import MAX_BYTES, MAX_SITEMAPS, IndexEntry, Limits, PageWriter, render_index
 from .stats import logger
+from .uris import Site
 
 __all__ = ["Engine", "PagePlan", "SkipListener"]
 

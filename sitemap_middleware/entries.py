@@ -18,21 +18,19 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import NamedTuple
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
-from .errors import ConfigurationError, EntryError
+from .errors import EntryError
+from .uris import Site, canonical_host, quote_uri
 
 __all__ = [
     "CHANGEFREQS",
     "NormalUrl",
     "Normaliser",
-    "Site",
     "Url",
-    "quote_uri",
     "url_element",
     "w3c_datetime",
 ]
@@ -46,19 +44,12 @@ MIN_LOC_LENGTH = 12
 
 _UTC = UTC
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
-# Characters RFC 3986 allows after the authority (unreserved, reserved and '%'); anything
-# else is quoted. Not "[" and "]": §3.2.2 keeps them for an IP literal host, and nothing
-# after the host may hold them. Not a second "#": §3.5, a fragment ends the URI.
-_URI_SAFE = "-._~:/?#@!$&'()*+,;=%"
-_NEEDS_QUOTING = re.compile(r"[^A-Za-z0-9\-._~:/?#@!$&'()*+,;=%]|%(?![0-9A-Fa-f]{2})|#.*#")
-_STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 # A path or URL made only of these needs no quoting and holds nothing to reject: the fast path.
 _PLAIN = re.compile(r"[A-Za-z0-9\-._~:/?@!$&'()*+,;=]*")
 # The same, for a path on our site ("/..." but not "//host/..."), checked in one match.
 _PLAIN_PATH = re.compile(r"/(?!/)[A-Za-z0-9\-._~:/?@!$&'()*+,;=]*")
 # XML 1.0 forbids C0 controls except tab/LF/CR; in a URL even those are malformed.
 _CONTROL = re.compile(r"[\x00-\x20\x7f-\x9f]")
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 class Url(NamedTuple):
@@ -93,62 +84,6 @@ class NormalUrl(NamedTuple):
     lastmod: str | None
     changefreq: str | None
     priority: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class Site:
-    """The canonical origin (and optional path) that relative locs are joined to."""
-
-    scheme: str
-    host: str  # lowercase, IDNA-encoded, with ":port" when not the scheme's default
-    path: str  # no trailing slash; "" for the root
-
-    @property
-    def origin(self) -> str:
-        return f"{self.scheme}://{self.host}"
-
-    @property
-    def root(self) -> str:
-        """``base_url`` without a trailing slash: where relative locs are joined."""
-        return f"{self.scheme}://{self.host}{self.path}"
-
-    @classmethod
-    def parse(cls, base_url: str) -> Site:
-        """Validate ``base_url`` (``https://shop.example`` or ``https://example.com/shop``)."""
-        if not isinstance(base_url, str):
-            raise ConfigurationError(f"base_url must be a string, not {type(base_url).__name__}")
-        try:
-            parts = urlsplit(base_url)
-            scheme = parts.scheme.lower()
-            if scheme not in _DEFAULT_PORTS or not parts.hostname:
-                raise ValueError("expected an absolute http or https URL")
-            if parts.query or parts.fragment or parts.username or parts.password:
-                raise ValueError("no query, fragment or credentials allowed")
-            host = _canonical_host(scheme, parts.hostname, parts.port)
-        except (ValueError, UnicodeError) as exc:
-            raise ConfigurationError(f"invalid base_url {base_url!r}: {exc}") from None
-        path = quote_uri(parts.path.rstrip("/"))
-        return cls(scheme, host, path)
-
-
-def _canonical_host(scheme: str, hostname: str, port: int | None) -> str:
-    # RFC 3986 §6.2.2: hosts compare case-insensitively; IDN hosts travel as punycode.
-    host = hostname.lower() if hostname.isascii() else hostname.encode("idna").decode("ascii")
-    if ":" in host:
-        # RFC 3986 §3.2.2: an IPv6 literal keeps its brackets (urlsplit's hostname drops them).
-        host = f"[{host}]"
-    if port is not None and port != _DEFAULT_PORTS[scheme]:
-        return f"{host}:{port}"
-    return host
-
-
-def quote_uri(text: str) -> str:
-    """Percent-encode what RFC 3986 does not allow (as UTF-8), keeping valid escapes."""
-    if _NEEDS_QUOTING.search(text) is None:
-        return text
-    quoted = _STRAY_PERCENT.sub("%25", quote(text, safe=_URI_SAFE))
-    head, mark, fragment = quoted.partition("#")
-    return head + mark + fragment.replace("#", "%23")
 
 
 def w3c_datetime(value: datetime | date | str) -> str:
@@ -392,7 +327,7 @@ class Normaliser:
             # https://shop.example@evil.com/ is evil.com; credentials never belong in a sitemap.
             raise EntryError("other host", loc[:100])
         try:
-            host = _canonical_host(scheme, hostname, port)
+            host = canonical_host(scheme, hostname, port)
         except UnicodeError:
             raise EntryError("invalid loc", loc[:100]) from None
         if host != site.host:

@@ -20,9 +20,9 @@ from typing import Literal
 
 from ._http import Route
 from .cache import CacheStore
-from .entries import Site
 from .errors import ProviderError
 from .providers import AsyncRunner, Call, Section, resolve
+from .uris import Site
 
 __all__ = ["Resource", "Resources", "Version", "version_etag"]
 

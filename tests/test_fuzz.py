@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from werkzeug.http import http_date, parse_accept_header
 
 from sitemap_middleware import EntryError, Sitemaps, Url
-from sitemap_middleware.entries import Normaliser, Site, url_element
+from sitemap_middleware.entries import Normaliser, url_element
+from sitemap_middleware.uris import Site
 
 from .conftest import Response, SitemapClient
 from .xsd import locs, validate

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta, timezone
 
 from sitemap_middleware import EntryError, Url
-from sitemap_middleware.entries import Normaliser, Site
+from sitemap_middleware.entries import Normaliser
 from sitemap_middleware.render import (
     URLSET_HEAD,
     URLSET_TAIL,
@@ -15,6 +15,7 @@ from sitemap_middleware.render import (
     PageWriter,
     render_index,
 )
+from sitemap_middleware.uris import Site
 
 from .xsd import lastmods, locs, validate
 
