@@ -175,6 +175,40 @@ def test_when_every_helper_is_stuck_cold_pages_get_503_and_cached_ones_are_serve
     assert client.get("/sitemap-posts-1.xml").status_code == 200  # the helper came back
 
 
+def test_with_one_helper_a_request_for_a_page_in_flight_waits_on_its_own_thread(releasing):
+    # One helper thread: had the second request waited on it, the first could not go on.
+    provider = Blocked(200)
+    releasing.append(provider)
+    calls = []
+
+    def products() -> Iterator[str]:
+        calls.append(1)
+        return provider()
+
+    sitemaps = Sitemaps(base_url=BASE, provider_timeout=10, wsgi_helper_threads=True, render_threads=1)
+    sitemaps.add_provider("products", products)
+    app = sitemaps.wsgi(plain_wsgi_app)
+    bodies: dict[str, bytes] = {}
+
+    def fetch(name: str) -> None:
+        bodies[name] = Client(app).get(PAGE).get_data()
+
+    leader = threading.Thread(target=fetch, args=("leader",))
+    leader.start()
+    while not calls:  # the leader's render has begun, its page is in flight
+        time.sleep(0.01)
+    follower = threading.Thread(target=fetch, args=("follower",))
+    follower.start()
+    while not sitemaps.stats.snapshot()["products"].get("flight_waits"):
+        time.sleep(0.01)
+    provider.release.set()
+    leader.join(10)
+    follower.join(10)
+    assert bodies["leader"] == bodies["follower"]
+    assert bodies["leader"].count(b"<url>") == 201
+    assert calls == [1]  # one render, shared
+
+
 @pytest.mark.server
 def test_hung_sync_provider_behind_a_real_wsgi_server_gets_503_in_time(releasing):
     from .test_servers import Server, werkzeug_serving
