@@ -31,7 +31,7 @@ FOLLOW_TIMEOUT = 60.0
 _ENTRY_OVERHEAD = 512
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class Document:
     """A rendered document as stored: gzip body, validators, and what it was rendered from.
 

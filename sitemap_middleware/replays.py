@@ -76,7 +76,7 @@ class Replays:
         held = store.holding(origin.key)
         if (
             held is None
-            or held[0] is not origin.document
+            or held[0] is not origin.document()
             or store.timer() >= held[1]
             or store.invalidations != replay.ticket
         ):

@@ -6,6 +6,7 @@ plain(404, b"Not Found\n")   # Reply(404, [("Content-Type", ...), ...], b"Not Fo
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -45,10 +46,13 @@ class Request:
 
 @dataclass(frozen=True, slots=True)
 class Origin:
-    """The stored document a reply was computed from: what must still hold to replay it."""
+    """The stored document a reply was computed from: what must still hold to replay it.
+
+    A weak reference: a remembered answer must never keep alive a body the cache let go.
+    """
 
     key: str
-    document: Document
+    document: weakref.ref[Document]
     section: str
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
@@ -182,7 +183,7 @@ class Service:
         prepared = self.headers.prepare(document, resource.key, route, gzip)
         if is_not_modified(prepared.validators, request):
             self.stats.count(resource.section, "not_modified")
-            origin = Origin(resource.key, document, resource.section)
+            origin = Origin(resource.key, weakref.ref(document), resource.section)
             return Reply(304, prepared.not_modified, raw_headers=prepared.raw_not_modified, origin=origin)
         if hit:
             self.stats.count(resource.section, "cache_hits")

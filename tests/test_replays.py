@@ -7,6 +7,8 @@ the next request takes the full path and sees the change.
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -121,6 +123,22 @@ def test_eviction_then_a_new_render_under_the_same_key_ends_replays(make_client)
     changed = client.get(PAGE, {"If-None-Match": etag})
     assert changed.status == 200
     assert b"/p/renamed" in changed.body
+
+
+def test_a_remembered_304_never_keeps_an_evicted_document_alive():
+    store = MemoryStore(max_bytes=1200)  # room for one small page
+    sitemaps, _ = build(cache=store, page_size=2)
+    client = Client(sitemaps.wsgi(plain_wsgi_app))
+    client.get(PAGE).get_data()
+    etag = client.get(PAGE).headers["ETag"]
+    assert client.get(PAGE, headers={"If-None-Match": etag}).status_code == 304
+    [(page_one, _)] = [held for key, held in store._documents.holding.items() if key.endswith("|1|None")]
+    alive = weakref.ref(page_one)
+    del page_one
+    client.get("/sitemap-products-2.xml").get_data()  # evicts page 1
+    gc.collect()
+    assert len(sitemaps.replays or ()) == 1  # the answer is still remembered...
+    assert alive() is None  # ...but not the body it came from
 
 
 def test_replays_are_bounded():
