@@ -223,9 +223,9 @@ def _signature(scope: Scope) -> tuple[Any, ...]:
 
 
 async def _send_replay(reply: Reply, send: Send) -> None:
-    """A remembered 304: headers only (``raw_headers`` are always set on one)."""
+    """A remembered answer: its headers were encoded once, its body is bytes (or empty)."""
     await send({"type": "http.response.start", "status": reply.status, "headers": reply.raw_headers})
-    await send({"type": "http.response.body", "body": b""})
+    await send({"type": "http.response.body", "body": reply.body})
 
 
 def _route_path(scope: Scope) -> str:

@@ -1,23 +1,24 @@
-"""Conditional answers remembered per exact request, and replayed while they still stand.
+"""Answers from the cache remembered per exact request, and replayed while they still stand.
 
-Crawlers and CDNs revalidate far more often than pages change, so most requests for a
-cached document are the same conditional request again: the same path, the same
-``If-None-Match``. The first is answered in full (routing, cache, validators); its 304
-is remembered under the request's *signature* (method, mount and every header we read,
-exactly as received) with the stored document it was computed from. A repeat is
-replayed after a dict lookup and an identity check: the store still holds that very
-document, its TTL has not run out, and nothing was invalidated since the first answer
-began. Anything else takes the full path::
+Crawlers and CDNs ask for the same cached document again and again, mostly with the
+same headers: the same ``If-None-Match`` (a 304), or the same ``Accept-Encoding: gzip``
+(the stored gzip body as it is). The first request is answered in full (routing, cache,
+validators); its answer is remembered under the request's *signature* (method, mount
+and every header we read, exactly as received) with the stored document it came from.
+A repeat is replayed after a dict lookup and an identity check: the store still holds
+that very document, its TTL has not run out, and nothing was invalidated since the
+first answer began. Anything else takes the full path::
 
     ticket = replays.ticket()                          # before answering in full
     reply = ...                                        # the full answer
-    replays.remember(path, signature, reply, ticket)   # kept if it is a replayable 304
-    replays.find(path, signature)                      # the same Reply, or None
+    replays.remember(path, signature, reply, ticket)   # kept if it came from a document
+    replays.find(path, signature)                      # the same answer again, or None
 
-Only 304s are remembered: they have no body, so this holds a bounded number of small
-entries and never keeps alive a document the cache has let go of. It needs a
-`MemoryStore`, whose state can be checked without a lock; a shared store is not
-checked per request, so nothing is replayed over one.
+Bodies are never kept here: a replayed 200 takes its body from the document, held by
+a weak reference, so this holds a bounded number of small entries and never keeps alive
+a document the cache has let go of. Identity answers (inflated per request) are not
+replayed. It needs a `MemoryStore`, whose state can be checked without a lock; a shared
+store is not checked per request, so nothing is replayed over one.
 """
 
 from __future__ import annotations
@@ -31,19 +32,21 @@ from .stats import Stats
 
 __all__ = ["Replays"]
 
-# Entries across all paths: distinct (path, signature) pairs that ended in a 304.
+# Entries across all paths: distinct (path, signature) pairs answered from a stored document.
 DEFAULT_LIMIT = 4096
 
 
 @dataclass(frozen=True, slots=True)
 class _Replay:
-    reply: Reply
+    status: int
+    headers: list[tuple[str, str]]
+    raw_headers: list[tuple[bytes, bytes]] | None
     origin: Origin
     ticket: int
 
 
 class Replays:
-    """Remembered 304s over one `MemoryStore`, at most ``limit`` of them."""
+    """Remembered answers over one `MemoryStore`, at most ``limit`` of them."""
 
     def __init__(self, store: MemoryStore, stats: Stats, *, limit: int = DEFAULT_LIMIT) -> None:
         self._store = store
@@ -64,7 +67,7 @@ class Replays:
         return self._store.invalidations
 
     def find(self, path: str, signature: Hashable) -> Reply | None:
-        """The remembered reply for this exact request if it still stands (counted as a 304)."""
+        """The answer to this exact request again, if it still stands (counted as the first was)."""
         remembered = self._by_path.get(path)
         if remembered is None:
             return None
@@ -74,22 +77,28 @@ class Replays:
         store = self._store
         origin = replay.origin
         held = store.holding(origin.key)
+        document = origin.document()
         if (
             held is None
-            or held[0] is not origin.document()
+            or held[0] is not document
             or store.timer() >= held[1]
             or store.invalidations != replay.ticket
         ):
             if remembered.pop(signature, None) is not None:
                 self._size -= 1
             return None
-        self._stats.count(origin.section, "not_modified")
-        return replay.reply
+        for counter in origin.counters:
+            self._stats.count(origin.section, counter)
+        body = document.body if origin.sends_body and document is not None else b""
+        return Reply(replay.status, replay.headers, body, raw_headers=replay.raw_headers)
 
     def remember(self, path: str, signature: Hashable, reply: Reply, ticket: int) -> None:
-        """Keep ``reply`` for repeats of this request, if it is a 304 from a stored document."""
+        """Keep ``reply`` for repeats of this request, if it came from a stored document.
+
+        Its body is not kept: a replay takes it from the document, if that still stands.
+        """
         origin = reply.origin
-        if reply.status != 304 or origin is None or ticket != self._store.invalidations:
+        if origin is None or ticket != self._store.invalidations:
             return
         if self._size >= self._limit:
             # Signatures come from clients: when full, start again rather than grow.
@@ -98,4 +107,4 @@ class Replays:
         remembered = self._by_path.setdefault(path, {})
         if signature not in remembered:
             self._size += 1
-        remembered[signature] = _Replay(reply, origin, ticket)
+        remembered[signature] = _Replay(reply.status, reply.headers, reply.raw_headers, origin, ticket)

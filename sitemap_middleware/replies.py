@@ -48,12 +48,16 @@ class Request:
 class Origin:
     """The stored document a reply was computed from: what must still hold to replay it.
 
-    A weak reference: a remembered answer must never keep alive a body the cache let go.
+    - ``document``: a weak reference, so a remembered answer never keeps alive a body
+      the cache has let go of; a replay takes the body from it (``sends_body``).
+    - ``counters``: what a replay counts for ``section`` (the same as the full answer).
     """
 
     key: str
     document: weakref.ref[Document]
     section: str
+    counters: tuple[str, ...]
+    sends_body: bool = False
 
 
 @dataclass(slots=True)
@@ -68,7 +72,8 @@ class Reply:
     abandon: Callable[[], None] | None = None
     # The same headers as ASGI wants them, when they were encoded once ahead of time.
     raw_headers: list[tuple[bytes, bytes]] | None = None
-    # Set on a 304 answered from a stored document: it may be replayed (`replays`).
+    # Set on an answer from a stored document that a repeat of the request may replay
+    # (`replays`): a 304, a HEAD, or a 200 whose body is the stored gzip body itself.
     origin: Origin | None = None
 
     def close(self) -> None:

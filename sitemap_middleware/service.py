@@ -182,17 +182,19 @@ class Service:
         gzip = wants_gzip(route, request)
         prepared = self.headers.prepare(document, resource.key, route, gzip)
         if is_not_modified(prepared.validators, request):
+            origin = Origin(resource.key, weakref.ref(document), resource.section, ("not_modified",))
             self.stats.count(resource.section, "not_modified")
-            origin = Origin(resource.key, weakref.ref(document), resource.section)
             return Reply(304, prepared.not_modified, raw_headers=prepared.raw_not_modified, origin=origin)
-        if hit:
-            self.stats.count(resource.section, "cache_hits")
-        self.stats.count(resource.section, "served")
-        if request.method == "HEAD":
-            body: bytes | Iterator[bytes] = b""
-        else:
-            body = document.body if gzip else gunzip_stream(document.body)
-        return Reply(200, prepared.ok, body, raw_headers=prepared.raw_ok)
+        counters = ("cache_hits", "served") if hit else ("served",)
+        for counter in counters:
+            self.stats.count(resource.section, counter)
+        if request.method == "HEAD" or gzip:
+            # Both can be answered again from the stored document alone (`replays`).
+            sends_body = request.method != "HEAD"
+            body = document.body if sends_body else b""
+            origin = Origin(resource.key, weakref.ref(document), resource.section, counters, sends_body)
+            return Reply(200, prepared.ok, body, raw_headers=prepared.raw_ok, origin=origin)
+        return Reply(200, prepared.ok, gunzip_stream(document.body), raw_headers=prepared.raw_ok)
 
     def _not_modified(self, validators: Validators, resource: Resource, route: _http.Route) -> Reply:
         self.stats.count(resource.section, "not_modified")

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SitemapWSGIMiddleware", "WSGIApplication"]
 
+_STATUS_LINES = {status: f"{status} {HTTPStatus(status).phrase}" for status in (200, 304)}
 _HEADERS_WE_READ = {name: "HTTP_" + name.upper().replace("-", "_") for name in REQUEST_HEADERS}
 
 
@@ -62,8 +63,8 @@ class SitemapWSGIMiddleware:
         if replays is not None and path in replays:
             replayed = replays.find(path, _signature(environ))
             if replayed is not None:
-                start_response("304 Not Modified", replayed.headers)
-                return []
+                start_response(_STATUS_LINES[replayed.status], replayed.headers)
+                return [replayed.body] if replayed.body else []  # type: ignore[list-item]
         # PEP 3333: environ strings are bytes decoded as latin-1, hence the round trip below.
         route = self._service.match(path)
         if route is None:

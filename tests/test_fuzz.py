@@ -316,6 +316,10 @@ def test_any_accept_encoding_and_validators_give_a_valid_200_or_a_bare_304(
     validate(body_of(response, path))
     if response.headers.get("Content-Encoding") == "gzip":
         assert allows_gzip(as_received(headers.get("Accept-Encoding", "")))
+    if not cold:  # answered from the cache: asked again (perhaps replayed), the very same answer
+        again = client.get(path, wire(client, headers))
+        assert (again.status, again.body) == (200, response.body)
+        assert sorted(again.headers.items()) == sorted(response.headers.items())
 
 
 # -- 3. provider data --------------------------------------------------------------------------

@@ -8,6 +8,7 @@ the next request takes the full path and sees the change.
 from __future__ import annotations
 
 import gc
+import gzip
 import weakref
 from typing import Any
 
@@ -22,6 +23,7 @@ from sitemap_middleware.replays import Replays
 
 from .conftest import plain_wsgi_app
 from .test_caching import BASE, NOW, PAGE, Catalogue, build
+from .xsd import locs, validate
 
 
 def warm(client: Any, path: str = PAGE, headers: dict[str, str] | None = None) -> str:
@@ -58,15 +60,17 @@ def test_a_repeated_304_is_replayed_with_the_same_headers_and_counted(make_clien
 
 
 @pytest.mark.parametrize(
-    ("other", "status"),
+    ("other", "status", "remembered"),
     [
-        pytest.param({"If-None-Match": '"other"'}, 200, id="other-etag"),
-        pytest.param({"Accept-Encoding": "gzip"}, 200, id="other-encoding"),  # its own ETag
-        pytest.param({"If-Modified-Since": "Sun, 06 Nov 1994 08:49:37 GMT"}, 304, id="inm-wins-over-ims"),
-        pytest.param({"Host": "other.example"}, 304, id="other-host"),
+        pytest.param({"If-None-Match": '"other"'}, 200, 1, id="other-etag"),  # identity: inflated anew
+        pytest.param({"Accept-Encoding": "gzip"}, 200, 2, id="other-encoding"),  # the gzip ETag differs
+        pytest.param({"If-Modified-Since": "Sun, 06 Nov 1994 08:49:37 GMT"}, 304, 2, id="inm-wins-over-ims"),
+        pytest.param({"Host": "other.example"}, 304, 2, id="other-host"),
     ],
 )
-def test_a_request_that_differs_in_any_header_we_read_is_answered_afresh(make_client, other, status):
+def test_a_request_that_differs_in_any_header_we_read_is_answered_afresh(
+    make_client, other, status, remembered
+):
     sitemaps, _ = build()
     client = make_client(sitemaps)
     etag = warm(client)
@@ -74,71 +78,107 @@ def test_a_request_that_differs_in_any_header_we_read_is_answered_afresh(make_cl
     not_modified = sitemaps.stats.snapshot()["products"]["not_modified"]
     response = client.get(PAGE, {"If-None-Match": etag} | other)
     assert response.status == status
-    assert len(sitemaps.replays or ()) == 1 + (status == 304)  # a new signature, remembered apart
+    assert len(sitemaps.replays or ()) == remembered  # a new signature is remembered apart
     if status == 304:
         assert sitemaps.stats.snapshot()["products"]["not_modified"] == not_modified + 1
     else:
         assert response.body
 
 
-def test_invalidate_ends_replays(make_client):
+# Each remembered answer must end when what it came from changes: a 304 (If-None-Match) and
+# a gzip 200 (the stored body itself) alike.
+ANSWERS = [pytest.param("304", id="remembered-304"), pytest.param("gzip", id="remembered-gzip-200")]
+
+
+class Asking:
+    """The same request again and again: a conditional one, or a plain gzip GET."""
+
+    def __init__(self, client: Any, kind: str) -> None:
+        self.client = client
+        etag = warm(client)  # cached: both kinds are answered from the stored document
+        self.headers = {"If-None-Match": etag} if kind == "304" else {"Accept-Encoding": "gzip"}
+        self.kind = kind
+
+    def unchanged(self) -> bool:
+        response = self.client.get(PAGE, self.headers)
+        return response.status == (304 if self.kind == "304" else 200) and "ETag" in response.headers
+
+    def document(self) -> bytes:
+        response = self.client.get(PAGE, self.headers)
+        assert response.status == 200
+        return gzip.decompress(response.body) if self.kind == "gzip" else response.body
+
+
+def test_a_repeated_gzip_get_is_replayed_with_the_same_headers_and_body(make_client):
     sitemaps, catalogue = build()
     client = make_client(sitemaps)
-    etag = warm(client)
-    assert client.get(PAGE, {"If-None-Match": etag}).status == 304
+    warm(client, headers={"Accept-Encoding": "gzip"})
+    first = client.get(PAGE, {"Accept-Encoding": "gzip"})
+    without_full_answers(sitemaps)
+    repeats = [client.get(PAGE, {"Accept-Encoding": "gzip"}) for _ in range(3)]
+    for repeat in repeats:
+        assert (repeat.status, repeat.body) == (200, first.body)
+        assert sorted(repeat.headers.items()) == sorted(first.headers.items())
+    assert locs(validate(gzip.decompress(first.body))) == [f"{BASE}/p/{n}" for n in range(5)]
+    counters = sitemaps.stats.snapshot()["products"]
+    assert (counters["cache_hits"], counters["served"]) == (5, 6)  # as if answered in full
+    assert catalogue.calls == 1
+
+
+@pytest.mark.parametrize("kind", ANSWERS)
+def test_invalidate_ends_replays(make_client, kind):
+    sitemaps, catalogue = build()
+    asking = Asking(make_client(sitemaps), kind)
+    assert asking.unchanged() and asking.unchanged()
     catalogue.paths.append("/p/new")
     sitemaps.invalidate("products")
-    changed = client.get(PAGE, {"If-None-Match": etag})
-    assert changed.status == 200
-    assert b"/p/new" in changed.body
+    assert f"{BASE}/p/new" in locs(validate(asking.document()))
 
 
-def test_ttl_expiry_ends_replays(make_client):
+@pytest.mark.parametrize("kind", ANSWERS)
+def test_ttl_expiry_ends_replays(make_client, kind):
     ticks = [0.0]
     sitemaps, catalogue = build(cache=MemoryStore(ttl=60, timer=lambda: ticks[0]))
-    client = make_client(sitemaps)
-    etag = warm(client)
-    assert client.get(PAGE, {"If-None-Match": etag}).status == 304
+    asking = Asking(make_client(sitemaps), kind)
+    assert asking.unchanged() and asking.unchanged()
     catalogue.paths.append("/p/new")
     ticks[0] += 59
-    assert client.get(PAGE, {"If-None-Match": etag}).status == 304  # still fresh: the same answer
+    assert asking.unchanged()  # still fresh: the same answer
     ticks[0] += 1
-    changed = client.get(PAGE, {"If-None-Match": etag})
-    assert changed.status == 200
-    assert b"/p/new" in changed.body
+    assert f"{BASE}/p/new" in locs(validate(asking.document()))
 
 
-def test_eviction_then_a_new_render_under_the_same_key_ends_replays(make_client):
+@pytest.mark.parametrize("kind", ANSWERS)
+def test_eviction_then_a_new_render_under_the_same_key_ends_replays(make_client, kind):
     # Room for one small document: caching another page evicts page 1.
     store = MemoryStore(max_bytes=1200)
     sitemaps, catalogue = build(cache=store, page_size=2)
     client = make_client(sitemaps)
-    etag = warm(client)
-    assert client.get(PAGE, {"If-None-Match": etag}).status == 304
+    asking = Asking(client, kind)
+    assert asking.unchanged() and asking.unchanged()
     warm(client, "/sitemap-products-2.xml")
     pages_held = [key.split("|")[-2] for key in store._documents.holding if key.startswith("page|")]
     assert pages_held == ["2"]  # page 1 was evicted
     catalogue.paths[0] = "/p/renamed"
-    warm(client)  # an unconditional request stores the new page 1 under the same key
-    changed = client.get(PAGE, {"If-None-Match": etag})
-    assert changed.status == 200
-    assert b"/p/renamed" in changed.body
+    warm(client)  # an identity request stores the new page 1 under the same key
+    assert f"{BASE}/p/renamed" in locs(validate(asking.document()))
 
 
-def test_a_remembered_304_never_keeps_an_evicted_document_alive():
+def test_a_remembered_answer_never_keeps_an_evicted_document_alive():
     store = MemoryStore(max_bytes=1200)  # room for one small page
     sitemaps, _ = build(cache=store, page_size=2)
     client = Client(sitemaps.wsgi(plain_wsgi_app))
     client.get(PAGE).get_data()
     etag = client.get(PAGE).headers["ETag"]
     assert client.get(PAGE, headers={"If-None-Match": etag}).status_code == 304
+    assert client.get(PAGE, headers={"Accept-Encoding": "gzip"}).status_code == 200  # the body itself
     [(page_one, _)] = [held for key, held in store._documents.holding.items() if key.endswith("|1|None")]
     alive = weakref.ref(page_one)
     del page_one
     client.get("/sitemap-products-2.xml").get_data()  # evicts page 1
     gc.collect()
-    assert len(sitemaps.replays or ()) == 1  # the answer is still remembered...
-    assert alive() is None  # ...but not the body it came from
+    assert len(sitemaps.replays or ()) == 2  # both answers are still remembered...
+    assert alive() is None  # ...but not the body they came from
 
 
 def test_replays_are_bounded():
