@@ -79,12 +79,13 @@ class MemoryStore:
         timer: Callable[[], float] = time.monotonic,
     ) -> None:
         self._lock = threading.Lock()
-        self._documents = _Documents(maxsize=max_bytes, ttl=ttl, timer=timer, getsizeof=_charge)
+        self._documents: TTLCache[str, Document] = TTLCache(
+            maxsize=max_bytes, ttl=ttl, timer=timer, getsizeof=_charge
+        )
         self._generations: dict[str, int] = {}
         self._epoch = 0
         self.max_bytes = max_bytes
         self.ttl = ttl
-        self.timer = timer
         # Bumped by every `invalidate`: an answer remembered before it no longer stands.
         self.invalidations = 0
 
@@ -97,15 +98,6 @@ class MemoryStore:
             return  # larger than the whole cache: serve it, never store it
         with self._lock:
             self._documents[key] = document
-
-    def holding(self, key: str) -> tuple[Document, float] | None:
-        """The document ``key`` holds and the `timer` deadline of its TTL, or ``None``.
-
-        One dict read: no lock, no LRU reordering, no expiry sweep, so that checking a
-        remembered answer (`replays`) costs less than answering afresh. An entry is gone
-        from here as soon as the store drops it (evicted, expired or cleared).
-        """
-        return self._documents.holding.get(key)
 
     def generation(self, section: str) -> str:
         # No lock: read on every request, and a read racing `invalidate` returns either
@@ -126,41 +118,6 @@ class MemoryStore:
         """Bytes the stored documents are charged for (never above ``max_bytes``)."""
         with self._lock:
             return int(self._documents.currsize)
-
-
-class _Documents(TTLCache[str, Document, float]):
-    """A TTLCache that mirrors, in a plain dict, what each key holds and until when.
-
-    cachetools' documented extension points (``__setitem__``, ``popitem``, ``expire``,
-    ``clear``) keep the mirror exact, so it never holds a body the cache has let go.
-    """
-
-    def __init__(
-        self, *, maxsize: int, ttl: float, timer: Callable[[], float], getsizeof: Callable[[Document], int]
-    ) -> None:
-        super().__init__(maxsize, ttl, timer, getsizeof)
-        self.holding: dict[str, tuple[Document, float]] = {}
-
-    def __setitem__(self, key: str, value: Document) -> None:
-        # Read before the cache reads its clock: the mirror never outlives the entry.
-        deadline = self.timer() + self.ttl
-        super().__setitem__(key, value)
-        self.holding[key] = (value, deadline)
-
-    def popitem(self) -> tuple[str, Document]:
-        key, value = super().popitem()
-        self.holding.pop(key, None)
-        return key, value
-
-    def expire(self, time: float | None = None) -> list[tuple[str, Document]]:
-        expired = super().expire(time)
-        for key, _ in expired:
-            self.holding.pop(key, None)
-        return expired
-
-    def clear(self) -> None:
-        super().clear()
-        self.holding.clear()
 
 
 def _charge(document: Document) -> int:

@@ -76,14 +76,10 @@ class Replays:
             return None
         store = self._store
         origin = replay.origin
-        held = store.holding(origin.key)
         document = origin.document()
-        if (
-            held is None
-            or held[0] is not document
-            or store.timer() >= held[1]
-            or store.invalidations != replay.ticket
-        ):
+        # The lookup is a cache hit like any other: a replayed page stays warm (LRU), and
+        # an expired, evicted or replaced document is not the one remembered.
+        if document is None or store.invalidations != replay.ticket or store.get(origin.key) is not document:
             if remembered.pop(signature, None) is not None:
                 self._size -= 1
             return None
