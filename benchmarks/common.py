@@ -130,6 +130,13 @@ def machine() -> str:
 # -- memory -------------------------------------------------------------------------------------
 
 
+def close_wsgi(result: object) -> None:
+    """PEP 3333: a server calls the result's ``close`` if it has one (a plain list has none)."""
+    close = getattr(result, "close", None)
+    if close is not None:
+        close()
+
+
 def proc_status_kib(field: str, pid: int | str = "self") -> int:
     """A ``/proc/<pid>/status`` size field in KiB: VmHWM is the peak RSS, VmRSS the current one."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():

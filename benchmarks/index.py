@@ -20,7 +20,7 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
-from common import BASE_URL, machine, table
+from common import BASE_URL, close_wsgi, machine, table
 from memory import products
 
 from sitemap_middleware import Sitemaps, Url
@@ -54,7 +54,7 @@ def get_index(app: Any) -> tuple[float, bytes]:
     try:
         body = b"".join(result)
     finally:
-        result.close()
+        close_wsgi(result)
     elapsed = time.perf_counter() - start
     if not status[0].startswith("200"):
         raise RuntimeError(f"index answered {status[0]}")

@@ -32,7 +32,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from common import BASE_URL, EPOCH, bench_env, machine, mib, proc_status_kib, table
+from common import BASE_URL, EPOCH, bench_env, close_wsgi, machine, mib, proc_status_kib, table
 
 from sitemap_middleware import Sitemaps, Url
 from sitemap_middleware.cache import MemoryStore
@@ -101,7 +101,7 @@ def fetch(app: Any, path: str) -> int:
         for chunk in result:
             size += len(chunk)
     finally:
-        result.close()
+        close_wsgi(result)
     if not status[0].startswith("200"):
         raise RuntimeError(f"{path} answered {status[0]}")
     return size

@@ -24,7 +24,7 @@ import zlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from common import BASE_URL, Row, fmt_int, machine, make_rows, median, ratio, table
+from common import BASE_URL, Row, close_wsgi, fmt_int, machine, make_rows, median, ratio, table
 
 from sitemap_middleware import Sitemaps, Url
 from sitemap_middleware.cache import MemoryStore
@@ -112,7 +112,7 @@ def _wsgi_get(app: Any, headers: dict[str, str]) -> bytes:
     try:
         body = b"".join(result)
     finally:
-        result.close()
+        close_wsgi(result)
     if not status[0].startswith("200"):
         raise RuntimeError(f"{PAGE} answered {status[0]}")
     return body
