@@ -1,6 +1,6 @@
 """serve: req/s and p50/p99 of our middleware under real servers and wrk, beside the bare-app ceiling.
 
-    python benchmarks/run.py serve [--quick] [--seconds N] [--servers uvicorn,gunicorn]
+    python benchmarks/run.py serve [--quick] [--seconds N] [--rounds N] [--servers uvicorn,gunicorn]
 
 For each server (one uvicorn worker; one gunicorn gthread worker) three apps run on
 127.0.0.1 (see ``apps.py``): ours with the cache on, ours with ``cache=None`` (cold
@@ -13,12 +13,13 @@ and the load generator each have one of the machine's two cores.
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import urllib.request
 from dataclasses import dataclass, field
 
 from apps import INDEX, PAGE
-from common import Server, WrkResult, gunicorn_server, machine, ratio, require, table, uvicorn_server, wrk
+from common import Server, WrkResult, gunicorn_server, machine, require, table, uvicorn_server, wrk
 
 GZIP = {"Accept-Encoding": "gzip"}
 
@@ -103,10 +104,13 @@ def combine(results: list[WrkResult]) -> WrkResult:
     )
 
 
-def measure(
-    stack: Stack, seconds: int, order: tuple[str, ...]
-) -> list[tuple[Scenario, WrkResult, WrkResult]]:
-    """Each scenario as ours, ceiling, ceiling, ours (ABBA): drift in the machine cancels out."""
+Measured = tuple[Scenario, WrkResult, WrkResult, float]
+
+
+def measure(stack: Stack, seconds: int, order: tuple[str, ...]) -> list[Measured]:
+    """Each scenario as ours, ceiling, ceiling, ours (ABBA), per round: drift in the machine
+    cancels out. The ratio is the median over the (ours, ceiling) pairs run next to each
+    other: on this shared machine one 2 s run in ten moves by a quarter, on either side."""
     ours = stack.servers["ours"]
     etag = warm(ours.base)
     get(stack.servers["cold"].base + PAGE, GZIP)  # imports and first-call costs out of the way
@@ -126,18 +130,19 @@ def measure(
             runs[side].append(
                 wrk(url, headers=side_headers, seconds=seconds, connections=scenario.connections)
             )
-        results.append((scenario, combine(runs["ours"]), combine(runs["bare"])))
+        pairs = [mine.rps / ceiling.rps for mine, ceiling in zip(runs["ours"], runs["bare"], strict=True)]
+        results.append((scenario, combine(runs["ours"]), combine(runs["bare"]), statistics.median(pairs)))
     errors = sum(server.tracebacks() for server in stack.servers.values())
     if errors:
         print(f"  {stack.kind}: {errors} tracebacks in the server logs", file=sys.stderr)
     return results
 
 
-def report(kind: str, results: list[tuple[Scenario, WrkResult, WrkResult]]) -> str:
+def report(kind: str, results: list[Measured]) -> str:
     headers = ["scenario", "ours req/s", "p50 ms", "p99 ms", "ceiling", "ceiling req/s", "p50 ms", "p99 ms"]
     headers += ["ratio", "target", "errors"]
     body = []
-    for scenario, mine, ceiling in results:
+    for scenario, mine, ceiling, paired in results:
         ceiling_name = "bare hello" if scenario.ceiling_path == "/hello" else "bare bytes"
         body.append(
             [
@@ -149,7 +154,7 @@ def report(kind: str, results: list[tuple[Scenario, WrkResult, WrkResult]]) -> s
                 f"{ceiling.rps:,.0f}",
                 f"{ceiling.p50:,.2f}",
                 f"{ceiling.p99:,.2f}",
-                ratio(mine.rps, ceiling.rps),
+                f"{paired:.2f}x",
                 f">= {scenario.target}x" if scenario.target else "",
                 f"{mine.errors} / {ceiling.errors}",
             ]
@@ -160,24 +165,24 @@ def report(kind: str, results: list[tuple[Scenario, WrkResult, WrkResult]]) -> s
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="serve", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="uvicorn only, one 1 s run per side (~20 s)")
-    parser.add_argument(
-        "--seconds", type=int, help="wrk duration of each of the 4 runs per scenario (default 2)"
-    )
+    parser.add_argument("--seconds", type=int, help="wrk duration of each run (default 2)")
+    parser.add_argument("--rounds", type=int, help="ABBA rounds per scenario (default 3; 1 with --quick)")
     parser.add_argument("--servers", help="comma-separated: uvicorn,gunicorn (default both)")
     args = parser.parse_args(argv)
     require("wrk", "apt-get install -y wrk")
     seconds = args.seconds or (1 if args.quick else 2)
     kinds = (args.servers or ("uvicorn" if args.quick else "uvicorn,gunicorn")).split(",")
+    rounds = args.rounds or (1 if args.quick else 3)
+    one_round = ("ours", "bare") if args.quick else ("ours", "bare", "bare", "ours")
     order = (
-        "ours, ceiling" if args.quick else "ours, ceiling, ceiling, ours; req/s the mean, p50/p99 the worse"
+        f"{'ours, ceiling' if args.quick else 'ours, ceiling, ceiling, ours'} x {rounds}; req/s the mean, "
+        "p50/p99 the worse, ratio the median of the paired runs"
     )
     print(f"serve: wrk -t1 -c32 (-c1 for cold pages), runs of {seconds} s as {order}; {machine()}")
     print("ours = our middleware around a trivial app; ceiling = a bare app answering precomputed bytes\n")
     for kind in kinds:
         with Stack(kind) as stack:
-            results = measure(
-                stack, seconds, ("ours", "bare") if args.quick else ("ours", "bare", "bare", "ours")
-            )
+            results = measure(stack, seconds, one_round * rounds)
         print(report(f"{kind} (1 worker)", results))
         print()
 
