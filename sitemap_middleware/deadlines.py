@@ -12,8 +12,10 @@ last sign of progress:
   gives up only when the heartbeat is older than the deadline (plus `THREAD_GRACE`)::
 
       heartbeat = Heartbeat()
-      context = heartbeat.context()            # run the thread's work in this context
-      ... heartbeat.silent_for() > thread_deadline(timeout)   # a stall: give up
+      worker = threading.Thread(target=heartbeat.context().run, args=(render,))
+      ...                                       # render() calls beat() per batch
+      if heartbeat.silent_for() > thread_deadline(timeout):
+          ...                                   # a stall: give up on the thread
 """
 
 from __future__ import annotations

@@ -5,9 +5,10 @@ same headers: the same ``If-None-Match`` (a 304), or the same ``Accept-Encoding:
 (the stored gzip body as it is). The first request is answered in full (routing, cache,
 validators); its answer is remembered under the request's *signature* (method, mount
 and every header we read, exactly as received) with the stored document it came from.
-A repeat is replayed after a dict lookup and an identity check: the store still holds
-that very document, its TTL has not run out, and nothing was invalidated since the
-first answer began. Anything else takes the full path::
+A repeat is replayed after a dict lookup and one ordinary cache lookup, which must find
+that very document (not expired, evicted or replaced; and it counts as a hit, so the
+page stays warm), with nothing invalidated since the first answer began. Anything else
+takes the full path::
 
     ticket = replays.ticket()                          # before answering in full
     reply = ...                                        # the full answer
@@ -17,8 +18,8 @@ first answer began. Anything else takes the full path::
 Bodies are never kept here: a replayed 200 takes its body from the document, held by
 a weak reference, so this holds a bounded number of small entries and never keeps alive
 a document the cache has let go of. Identity answers (inflated per request) are not
-replayed. It needs a `MemoryStore`, whose state can be checked without a lock; a shared
-store is not checked per request, so nothing is replayed over one.
+replayed. It needs a `MemoryStore`: only an in-process store hands back the very object
+it stored, which is what is checked (a shared store would return a fresh copy each time).
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ class Replays:
             return None
         for counter in origin.counters:
             self._stats.count(origin.section, counter)
-        body = document.body if origin.sends_body and document is not None else b""
+        body = document.body if origin.sends_body else b""
         return Reply(replay.status, replay.headers, body, raw_headers=replay.raw_headers)
 
     def remember(self, path: str, signature: Hashable, reply: Reply, ticket: int) -> None:

@@ -82,10 +82,11 @@ class Reply:
             close()
 
     def release(self) -> None:
-        """Close the body; if a stalled provider holds it in another thread, abandon it.
+        """Close the body, or abandon it if a stalled provider still runs it in another thread.
 
-        ("generator already executing"): it is closed when that thread returns; what the
-        render holds is given up now, so other requests need not wait for it.
+        Abandoning ("generator already executing") gives up what the render holds now, so
+        other requests need not wait for it; the generator is closed once that thread
+        returns and drops it (CPython closes a suspended generator when it is collected).
         """
         try:
             self.close()
