@@ -1,35 +1,33 @@
-"""ASGI adapter: scope in, ``http.response.*`` messages out. Translation only.
+"""ASGI adapter: scope in, ``http.response.*`` messages out. Translation, and its own threads.
 
-    app = sitemaps.asgi(Starlette(routes=...))
+    app = sitemaps.asgi(Starlette(routes=...), render_threads=4, max_renders=16)
     # or: Starlette(middleware=[Middleware(SitemapASGIMiddleware, sitemaps=sitemaps)])
 
-The engine is synchronous, so it runs in a worker thread: sync providers and
-rendering never block the event loop, and async providers are handed back to the
-loop (`anyio.from_thread.run`), where their connections live. Non-``http`` scopes
-(lifespan, websocket) and paths we do not own reach the app untouched.
+Answers come from the shared `gateway.Gateway`; a cold one is a `flow.Flow` whose steps
+this adapter performs: blocking work in worker threads (sync providers and rendering
+never block the event loop; async providers are handed back to it), waiting for
+another request's render on the loop. Non-``http`` scopes and paths we do not own reach
+the app untouched.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
 from anyio.lowlevel import RunVar
 
-from ._http import TEXT_TYPE, Route, mount_prefix
+from ._http import mount_prefix
+from .config import check_count, check_timeout
 from .errors import ProviderError
+from .flow import AppAnswer, Busy, FetchApp, Offload, Step, Wait, run_async
+from .gateway import Configured
 from .offload import Capacity, Slot, in_thread, on_loop, raise_unwrapped, wait_for
-from .providers import AsyncRunner
-from .replies import REQUEST_HEADERS, Reply, Request, unknown_host
-from .service import Service
-
-if TYPE_CHECKING:
-    from .sitemaps import Sitemaps
+from .replies import Reply
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -39,7 +37,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 __all__ = ["ASGIApp", "SitemapASGIMiddleware"]
 
-_HEADERS_WE_READ = {name.encode() for name in REQUEST_HEADERS}
+_DONE = object()
 
 
 class SitemapASGIMiddleware:
@@ -48,160 +46,147 @@ class SitemapASGIMiddleware:
     - ``app``: the wrapped application (first positional, as Starlette's
       ``Middleware(SitemapASGIMiddleware, sitemaps=...)`` passes it).
     - ``sitemaps``: the `Sitemaps` configuration.
+    - ``render_threads``: worker threads that may render (or run sync providers) at once
+      per event loop. Rendering holds the GIL, so more only slow the app's own requests;
+      raise it for providers that mostly wait on I/O.
+    - ``max_renders``: documents in the middle of rendering at once per event loop (a
+      streamed page holds its slot until sent). Each holds about 1 MB: this bounds
+      memory beyond the cache under any load; a request that finds no slot within the
+      provider deadline gets a 503 with ``Retry-After``.
+    - ``send_timeout``: seconds a client may take to accept one chunk of a page before
+      the response is aborted, so one that stops reading gives its slot back.
     """
 
-    def __init__(self, app: ASGIApp, *, sitemaps: Sitemaps) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        sitemaps: Configured,
+        render_threads: int = 4,
+        max_renders: int = 16,
+        send_timeout: float = 30.0,
+    ) -> None:
         self.app = app
-        self.sitemaps = sitemaps
-        self._service = sitemaps.service
-        self._replays = sitemaps.replays
-        self._timeout: float | None = sitemaps.provider_timeout
+        self._gateway = sitemaps.gateway
+        self._timeout = sitemaps.gateway.provider_timeout
+        self._render_threads = check_count("render_threads", render_threads)
+        self._max_renders = check_count("max_renders", max_renders)
+        self._send_timeout = check_timeout("send_timeout", send_timeout)
         # Async providers run on this app's event loop, under the same deadline.
-        self._run_async: AsyncRunner = partial(on_loop, self._timeout)
-        # Rendering is CPU-bound Python: every thread doing it competes with the event
-        # loop for the GIL, so a few threads serve cold pages and the app stays responsive.
-        # And each document being rendered holds ~1 MB (a batch of entries, the compressor,
-        # the copy for the cache) until its client has read it: their number is capped too.
-        self._render_threads = sitemaps.render_threads
-        self._max_renders = sitemaps.max_renders
+        self._run_async = partial(on_loop, self._timeout)
         self._capacities: RunVar[Capacity] = RunVar(f"sitemap_capacity_{id(self)}")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        replays = self._replays
-        if replays is not None and scope["path"] in replays:
-            replayed = replays.find(scope["path"], _signature(scope))
-            if replayed is not None:
-                await _send_replay(replayed, send)
-                return
+        gateway = self._gateway
         path = _route_path(scope)
-        route = self._service.match(path)
+        route = gateway.match(scope["method"], path)
         if route is None:
             await self.app(scope, receive, send)
             return
-        request = Request(
-            method=scope["method"].upper(),
-            path=path,
-            prefix=mount_prefix(scope.get("root_path", "")),
-            headers={
-                name.decode("latin-1"): value.decode("latin-1")
-                for name, value in scope.get("headers", ())
-                if name in _HEADERS_WE_READ
-            },
+        wanted = gateway.request_headers
+        headers = {}
+        for name, value in scope.get("headers", ()):
+            text = name.decode("latin-1")
+            if text in wanted:
+                headers[text] = value.decode("latin-1")
+        request = gateway.request(
+            scope["method"].upper(), path, mount_prefix(scope.get("root_path", "")), headers
         )
-        service = self.sitemaps.service_for(request.headers)
-        if service is None:
-            await _send_reply(unknown_host(), send, receive, head=request.method == "HEAD")
+        outcome = gateway.respond(route, request)
+        head = request.method == "HEAD"
+        if isinstance(outcome, Reply):
+            try:
+                await self._send(outcome, send, receive, head)
+            finally:
+                outcome.finish()
             return
-        if route.kind == "robots":
-            await self._robots(scope, receive, send, request, service)
-            return
-        ticket = 0 if replays is None else replays.ticket()
         capacity = self._capacity()
         slot = Slot(capacity.renders)
+        reply: Reply | None = None
         try:
-            reply = await self._answer(service, route, request, slot)
-            if replays is not None and reply.origin is not None:
-                replays.remember(scope["path"], _signature(scope), reply, ticket)
-            await _send_reply(
-                reply,
-                send,
-                receive,
-                head=request.method == "HEAD",
-                timeout=self._timeout,
-                limiter=capacity.threads,
-            )
+            reply = await run_async(outcome, partial(self._perform, scope, receive, capacity, slot))
+            if isinstance(reply.body, bytes):
+                slot.release()  # nothing left to render
+            await self._send(reply, send, receive, head)
         finally:
             slot.release()
+            if reply is not None and not isinstance(reply.body, bytes):
+                # Closing the stream closes the provider's iterator (cursors, connections):
+                # off the loop, and even when this task is being cancelled.
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(reply.finish)
+            elif reply is not None:
+                reply.finish()
 
     def _capacity(self) -> Capacity:
         """This event loop's limits (anyio's primitives must not cross event loops)."""
         try:
             return self._capacities.get()
         except LookupError:
-            capacity = Capacity(
-                anyio.CapacityLimiter(self._render_threads), anyio.Semaphore(self._max_renders)
-            )
+            threads = anyio.CapacityLimiter(self._render_threads)
+            capacity = Capacity(threads, anyio.Semaphore(self._max_renders))
             self._capacities.set(capacity)
             return capacity
 
-    async def _answer(self, service: Service, route: Route, request: Request, slot: Slot) -> Reply:
-        """From the cache on the loop if possible; else a render in a worker thread.
+    async def _perform(
+        self, scope: Scope, receive: Receive, capacity: Capacity, slot: Slot, step: Step
+    ) -> Any:
+        if isinstance(step, Offload):
+            if step.render and not await slot.acquire(self._timeout):
+                raise Busy
+            return await in_thread(partial(step.func, self._run_async), capacity.threads, self._timeout)
+        if isinstance(step, Wait):
+            return await wait_for(step)
+        assert isinstance(step, FetchApp)
+        return await _fetch_app(self.app, {**scope, "method": "GET"}, receive)
 
-        A request that finds the same document being rendered waits here, on the loop,
-        never in a worker thread: hundreds of such followers would otherwise take every
-        thread of the pool the leader needs to stream its page (a deadlock until timeout).
+    async def _send(self, reply: Reply, send: Send, receive: Receive, head: bool) -> None:
+        headers = reply.raw_headers
+        if headers is None:
+            headers = [
+                (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in reply.headers
+            ]
+        await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+        body = reply.body
+        if head:
+            await send({"type": "http.response.body", "body": b""})
+        elif isinstance(body, bytes):
+            await send({"type": "http.response.body", "body": body})
+        else:
+            await self._stream(body, send, receive)
+
+    async def _stream(self, chunks: Iterator[bytes], send: Send, receive: Receive) -> None:
+        """Send ``chunks`` as they are produced; stop as soon as the client goes away.
+
+        Servers may drop messages sent after a disconnect without an error (uvicorn
+        does), so we watch ``receive`` for ``http.disconnect``: otherwise a page would be
+        rendered to nobody, and then cached as if it had been delivered. A provider
+        stalled past its deadline, or a client that takes no chunk within
+        ``send_timeout``, aborts the page.
         """
-        reply: Reply | threading.Event | None = service.fast_reply(route, request)
-        for _ in range(2):
-            if isinstance(reply, Reply):
-                return reply
-            if isinstance(reply, threading.Event):
-                await wait_for(reply)
-                reply = service.fast_reply(route, request)
-                if isinstance(reply, Reply):
-                    return reply
-            reply = await self._render(service, route, request, slot, wait=False)
-        if isinstance(reply, Reply):
-            return reply
-        # Two leaders in a row failed or stalled: render this request on its own.
-        rendered = await self._render(service, route, request, slot, wait=False, alone=True)
-        assert isinstance(rendered, Reply)
-        return rendered
-
-    async def _render(
-        self,
-        service: Service,
-        route: Route,
-        request: Request,
-        slot: Slot,
-        *,
-        wait: bool,
-        alone: bool = False,
-    ) -> Reply | threading.Event:
-        """`Service.reply` in a worker thread, abandoned (503) if it outlives the deadline.
-
-        It takes a render slot first (503 if none frees up within the deadline) and keeps
-        it while the page streams; an answer that is not a stream gives it back at once.
-        """
-        if not await slot.acquire(self._timeout):
-            return service.busy(route, request)
-        call = partial(service.reply, route, request, self._run_async, wait=wait, alone=alone)
+        threads = self._capacity().threads
         try:
-            result = await in_thread(call, self._capacity().threads, self._timeout)
-        except TimeoutError:
-            slot.release()
-            return service.timed_out(route, request, self._timeout)
-        except BaseException:
-            slot.release()
-            raise
-        if not isinstance(result, Reply) or isinstance(result.body, bytes):
-            slot.release()
-        return result
-
-    async def _robots(
-        self, scope: Scope, receive: Receive, send: Send, request: Request, service: Service
-    ) -> None:
-        if request.method not in ("GET", "HEAD"):
-            await self.app(scope, receive, send)
-            return
-        merged = service.cached_robots(request)
-        if merged is None:
-            status, headers, body = await _call_app(self.app, {**scope, "method": "GET"}, receive)
-            text_headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in headers]
-            merged = service.robots(request, status, text_headers, body)
-            if merged is None:
-                await send({"type": "http.response.start", "status": status, "headers": headers})
-                await send({"type": "http.response.body", "body": b"" if request.method == "HEAD" else body})
-                return
-        headers = [(b"content-type", TEXT_TYPE.encode()), (b"content-length", str(len(merged)).encode())]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": b"" if request.method == "HEAD" else merged})
+            async with anyio.create_task_group() as group:
+                group.start_soon(_cancel_on_disconnect, receive, group.cancel_scope)
+                while True:
+                    try:
+                        chunk = await in_thread(partial(next, chunks, _DONE), threads, self._timeout)
+                    except TimeoutError:
+                        raise ProviderError.stalled(self._timeout) from None
+                    if chunk is _DONE:
+                        break
+                    with anyio.fail_after(self._send_timeout):
+                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                await send({"type": "http.response.body", "body": b""})
+                group.cancel_scope.cancel()
+        except BaseExceptionGroup as errors:
+            raise_unwrapped(errors)
 
 
-async def _call_app(app: ASGIApp, scope: Scope, receive: Receive) -> tuple[int, list[Any], bytes]:
+async def _fetch_app(app: ASGIApp, scope: Scope, receive: Receive) -> AppAnswer:
     """Run ``app`` to completion and collect its response (robots.txt is small)."""
     messages: list[Message] = []
 
@@ -213,19 +198,8 @@ async def _call_app(app: ASGIApp, scope: Scope, receive: Receive) -> tuple[int, 
     if start is None:
         raise RuntimeError("the app returned without starting a response for /robots.txt")
     body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.response.body")
-    return start["status"], list(start.get("headers", ())), body
-
-
-def _signature(scope: Scope) -> tuple[Any, ...]:
-    """Everything of the request a reply depends on, as received (the path is keyed apart)."""
-    headers = [pair for pair in scope.get("headers", ()) if pair[0] in _HEADERS_WE_READ]
-    return (scope["method"], scope.get("root_path", ""), *headers)
-
-
-async def _send_replay(reply: Reply, send: Send) -> None:
-    """A remembered answer: its headers were encoded once, its body is bytes (or empty)."""
-    await send({"type": "http.response.start", "status": reply.status, "headers": reply.raw_headers})
-    await send({"type": "http.response.body", "body": reply.body})
+    headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in start.get("headers", ())]
+    return AppAnswer(start["status"], headers, body)
 
 
 def _route_path(scope: Scope) -> str:
@@ -235,70 +209,6 @@ def _route_path(scope: Scope) -> str:
     if root and (path == root or path.startswith(root + "/")):
         return path[len(root) :] or "/"
     return path
-
-
-async def _send_reply(
-    reply: Reply,
-    send: Send,
-    receive: Receive,
-    *,
-    head: bool,
-    timeout: float | None = None,
-    limiter: anyio.CapacityLimiter | None = None,
-) -> None:
-    headers = reply.raw_headers
-    if headers is None:
-        headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in reply.headers]
-    body = reply.body
-    try:
-        await send({"type": "http.response.start", "status": reply.status, "headers": headers})
-        if head:
-            await send({"type": "http.response.body", "body": b""})
-        elif isinstance(body, bytes):
-            await send({"type": "http.response.body", "body": body})
-        else:
-            await _stream(body, send, receive, timeout, limiter)
-    finally:
-        if not isinstance(body, bytes):
-            # Closing the stream closes the provider's iterator (cursors, connections),
-            # even when this task is being cancelled.
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(reply.release)
-
-
-async def _stream(
-    chunks: Iterator[bytes],
-    send: Send,
-    receive: Receive,
-    timeout: float | None,
-    limiter: anyio.CapacityLimiter | None,
-) -> None:
-    """Send ``chunks`` as they are produced; stop as soon as the client goes away.
-
-    Servers may drop messages sent after a disconnect without an error (uvicorn
-    does), so we watch ``receive`` for ``http.disconnect``: otherwise a page would be
-    rendered to nobody, and then cached as if it had been delivered.
-    """
-    done = object()
-    try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(_cancel_on_disconnect, receive, group.cancel_scope)
-            while (chunk := await _next_chunk(chunks, done, timeout, limiter)) is not done:
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            await send({"type": "http.response.body", "body": b""})
-            group.cancel_scope.cancel()
-    except BaseExceptionGroup as errors:
-        raise_unwrapped(errors)
-
-
-async def _next_chunk(
-    chunks: Iterator[bytes], done: object, timeout: float | None, limiter: anyio.CapacityLimiter | None
-) -> Any:
-    """The next chunk, from a worker thread; a provider stalled past the deadline aborts the page."""
-    try:
-        return await in_thread(partial(next, chunks, done), limiter, timeout)
-    except TimeoutError:
-        raise ProviderError.stalled(timeout) from None
 
 
 async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:

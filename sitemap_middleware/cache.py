@@ -1,4 +1,4 @@
-"""Where rendered documents are kept between requests, and single-flight rendering.
+"""Where rendered documents are kept between requests, and whose single-flight renders them.
 
 A `CacheStore` keeps `Document`s (a gzip body and its validators) under string keys.
 `MemoryStore` is the in-process implementation: a cachetools ``TTLCache`` bounded by
@@ -9,8 +9,9 @@ A `CacheStore` keeps `Document`s (a gzip body and its validators) under string k
     store.get("page|products|0|1")          # the Document, until the TTL or memory evicts it
 
 Keys carry a per-section *generation*: `invalidate` bumps it, so documents rendered
-before the bump can never be served again (they simply age out). A shared store for a
-fleet (Redis) implements the same four methods.
+before the bump can never be served again (they simply age out). A store also carries
+the single-flight its documents are rendered under (`flights.Flights` in-process): a
+shared store for a fleet (Redis) brings its own, with the same four methods.
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ from typing import Protocol
 
 from cachetools import TTLCache
 
-__all__ = ["FOLLOW_TIMEOUT", "CacheStore", "Document", "Flights", "MemoryStore"]
+from .flights import Flights, SingleFlight
 
-# A follower waits this long for the leader's render before rendering on its own.
-FOLLOW_TIMEOUT = 60.0
+__all__ = ["CacheStore", "Document", "MemoryStore"]
+
 # Bytes charged per entry on top of its body: keys, validators, bookkeeping.
 _ENTRY_OVERHEAD = 512
 
@@ -48,7 +49,13 @@ class Document:
 
 
 class CacheStore(Protocol):
-    """What the middleware needs from a cache; small on purpose, so a shared store fits."""
+    """What the middleware needs from a cache; small on purpose, so a shared store fits.
+
+    ``flights``: the single-flight under which this store's documents are rendered.
+    """
+
+    @property
+    def flights(self) -> SingleFlight: ...
 
     def get(self, key: str) -> Document | None: ...
 
@@ -86,6 +93,7 @@ class MemoryStore:
         self._epoch = 0
         self.max_bytes = max_bytes
         self.ttl = ttl
+        self.flights = Flights()
         # Bumped by every `invalidate`: an answer remembered before it no longer stands.
         self.invalidations = 0
 
@@ -106,12 +114,14 @@ class MemoryStore:
 
     def invalidate(self, section: str | None = None) -> None:
         with self._lock:
-            self.invalidations += 1
             if section is None:
                 self._epoch += 1
                 self._documents.clear()
             else:
                 self._generations[section] = self._generations.get(section, 0) + 1
+            # After the generation: an answer that began before this line read either
+            # the old generation (and is now refused by its older ticket) or the new one.
+            self.invalidations += 1
 
     @property
     def current_bytes(self) -> int:
@@ -122,41 +132,3 @@ class MemoryStore:
 
 def _charge(document: Document) -> int:
     return len(document.body) + _ENTRY_OVERHEAD
-
-
-class Flights:
-    """Single-flight: at most one render per key at a time in this process.
-
-    The first caller of `claim` leads (renders, then calls `release`); the others get
-    the leader's event to wait on, then read the store, and lead themselves if the
-    leader failed and stored nothing.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._flights: dict[str, threading.Event] = {}
-
-    def claim(self, key: str) -> tuple[bool, threading.Event]:
-        """``(True, event)`` for the new leader, ``(False, event)`` for a follower."""
-        with self._lock:
-            event = self._flights.get(key)
-            if event is not None:
-                return False, event
-            event = self._flights[key] = threading.Event()
-            return True, event
-
-    def pending(self, key: str) -> threading.Event | None:
-        """The event of a render in flight for ``key``, or ``None``."""
-        with self._lock:
-            return self._flights.get(key)
-
-    def release(self, key: str, event: threading.Event) -> None:
-        """End the flight ``event`` leads and wake its followers.
-
-        Idempotent, and never ends a newer flight of the same key: a render abandoned
-        by a stalled provider may finish long after another request took over.
-        """
-        with self._lock:
-            if self._flights.get(key) is event:
-                del self._flights[key]
-        event.set()

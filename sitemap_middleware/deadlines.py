@@ -20,12 +20,15 @@ last sign of progress:
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import anyio
+
+from .errors import ProviderError
 
 __all__ = ["THREAD_GRACE", "Heartbeat", "beat", "thread_deadline", "within"]
 
@@ -36,7 +39,11 @@ T = TypeVar("T")
 # catches only a sync provider that never returns.
 THREAD_GRACE = 0.5
 
-_CURRENT: contextvars.ContextVar[Heartbeat | None] = contextvars.ContextVar("sitemap_heartbeat", default=None)
+# Every heartbeat watching the code running in this context: a thread's deadline, and the
+# single-flight whose followers wait on the same render.
+_CURRENT: contextvars.ContextVar[tuple[Heartbeat, ...]] = contextvars.ContextVar(
+    "sitemap_heartbeats", default=()
+)
 
 
 def thread_deadline(timeout: float | None) -> float | None:
@@ -45,9 +52,29 @@ def thread_deadline(timeout: float | None) -> float | None:
 
 
 async def within(timeout: float | None, func: Callable[..., Awaitable[T]], /, *args: Any) -> T:
-    """Await ``func(*args)``, raising `TimeoutError` after ``timeout`` seconds (``None``: never)."""
+    """Await ``func(*args)``, raising `TimeoutError` after ``timeout`` seconds (``None``: never).
+
+    A provider that raises ``CancelledError`` itself (a bug, or a cancelled task of its
+    own leaking out) is a provider failure, not our cancellation: left alone it would
+    look like the server cancelling the request (uvicorn answers 500; gunicorn's
+    worker dies).
+    """
     with anyio.fail_after(timeout):
-        return await func(*args)
+        try:
+            return await func(*args)
+        except asyncio.CancelledError as exc:
+            if _cancelling():
+                raise
+            raise ProviderError(f"the provider raised {exc!r}") from exc
+
+
+def _cancelling() -> bool:
+    """Whether the running asyncio task has really been asked to stop."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # pragma: no cover - not under asyncio
+        return True
+    return task is None or task.cancelling() > 0
 
 
 class Heartbeat:
@@ -59,9 +86,9 @@ class Heartbeat:
         self.last = time.monotonic()
 
     def context(self) -> contextvars.Context:
-        """A copy of the current context in which `beat` renews this heartbeat."""
+        """A copy of the current context in which `beat` renews this heartbeat too."""
         context = contextvars.copy_context()
-        context.run(_CURRENT.set, self)
+        context.run(_CURRENT.set, (*_CURRENT.get(), self))
         return context
 
     def silent_for(self) -> float:
@@ -70,6 +97,8 @@ class Heartbeat:
 
 def beat() -> None:
     """Progress: called for every batch a provider yields. A no-op outside a `Heartbeat`."""
-    heartbeat = _CURRENT.get()
-    if heartbeat is not None:
-        heartbeat.last = time.monotonic()
+    heartbeats = _CURRENT.get()
+    if heartbeats:
+        now = time.monotonic()
+        for heartbeat in heartbeats:
+            heartbeat.last = now

@@ -10,7 +10,7 @@ a request waiting for another one's render waits here, on the loop, never in a t
     slot = Slot(capacity.renders)
     if await slot.acquire(timeout):                          # False: every slot stayed busy
         reply = await in_thread(render, capacity.threads, timeout)   # TimeoutError: a stall
-    await wait_for(event)                                    # another request's render
+    await wait_for(wait)                                     # another request's render
 """
 
 from __future__ import annotations
@@ -24,15 +24,15 @@ from typing import Any, NoReturn, TypeVar
 
 import anyio
 import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 
-from .cache import FOLLOW_TIMEOUT
 from .deadlines import Heartbeat, thread_deadline, within
+from .flow import Wait
 
 __all__ = ["Capacity", "Slot", "in_thread", "on_loop", "raise_unwrapped", "wait_for"]
 
 T = TypeVar("T")
-_NO_LIMIT = contextlib.nullcontext()
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,33 +65,37 @@ class Slot:
             self._semaphore.release()
 
 
-async def wait_for(event: threading.Event) -> None:
+async def wait_for(wait: Wait) -> None:
     """Wait for another request's render without taking a worker thread from it.
 
     Polling, not a thread blocked on the event: hundreds of followers must never hold
-    every token of the pool the leader needs to finish.
+    every token of the pool the leader needs to finish. `Wait.block` is the blocking twin.
     """
     delay = 0.001
-    with anyio.move_on_after(FOLLOW_TIMEOUT):
-        while not event.is_set():
-            await anyio.sleep(delay)
-            delay = min(delay * 2, 0.05)
+    while not wait.over():
+        await anyio.sleep(delay)
+        delay = min(delay * 2, 0.05)
 
 
-async def in_thread(func: Callable[[], T], limiter: anyio.CapacityLimiter | None, timeout: float | None) -> T:
+async def in_thread(func: Callable[[], T], limiter: anyio.CapacityLimiter, timeout: float | None) -> T:
     """``func()`` in a worker thread, once ``limiter`` lends one; abandoned if it stalls.
 
     Waiting for a render thread is queueing, not a hung provider: a busy server must not
     answer 503 to requests that merely waited their turn. Once lent, the deadline counts
     from the provider's last batch (`deadlines.Heartbeat`): a long render that keeps
     producing, such as planning millions of URLs, is never cut; one that stalls is.
+
+    An abandoned thread keeps its token until it really returns: threads stuck in a
+    hung provider never number more than the limiter's tokens.
     """
-    async with limiter if limiter is not None else _NO_LIMIT:
+    lease = _Lease(limiter)
+    await lease.take()
+    try:
         deadline = thread_deadline(timeout)
         if deadline is None:
             return await anyio.to_thread.run_sync(func)
         heartbeat = Heartbeat()
-        run = partial(heartbeat.context().run, func)
+        run = partial(lease.running, heartbeat.context(), func)
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + deadline) as scope:
                 async with anyio.create_task_group() as group:
@@ -102,6 +106,51 @@ async def in_thread(func: Callable[[], T], limiter: anyio.CapacityLimiter | None
         except BaseExceptionGroup as errors:
             raise_unwrapped(errors)
         raise TimeoutError(f"no progress for {deadline} s")
+    finally:
+        lease.give_back()
+
+
+class _Lease:
+    """One limiter token for one thread's work, given back when both sides are done with it.
+
+    The loop gives it back once the call returned; a thread the loop abandoned gives it
+    back itself when it finally returns (on the loop, through anyio's token).
+    """
+
+    __slots__ = ("_abandoned", "_limiter", "_lock", "_running", "_token")
+
+    def __init__(self, limiter: anyio.CapacityLimiter) -> None:
+        self._limiter = limiter
+        self._lock = threading.Lock()
+        self._running = False
+        self._abandoned = False
+        self._token: Any = None
+
+    async def take(self) -> None:
+        await self._limiter.acquire_on_behalf_of(self)
+        self._token = anyio.lowlevel.current_token()
+
+    def running(self, context: Any, func: Callable[[], T]) -> T:
+        with self._lock:
+            if self._abandoned:  # given up before a thread took it: its token is back already
+                raise TimeoutError("abandoned before it started")
+            self._running = True
+        try:
+            return context.run(func)  # type: ignore[no-any-return]
+        finally:
+            with self._lock:
+                self._running = False
+                abandoned = self._abandoned
+            if abandoned:
+                with contextlib.suppress(Exception):  # the loop may be gone by now
+                    anyio.from_thread.run_sync(self._limiter.release_on_behalf_of, self, token=self._token)
+
+    def give_back(self) -> None:
+        with self._lock:
+            self._abandoned = True
+            if self._running:
+                return  # the thread gives it back when it returns
+        self._limiter.release_on_behalf_of(self)
 
 
 async def _keep_alive(scope: anyio.CancelScope, heartbeat: Heartbeat, deadline: float) -> None:

@@ -3,8 +3,9 @@
 Crawlers and CDNs ask for the same cached document again and again, mostly with the
 same headers: the same ``If-None-Match`` (a 304), or the same ``Accept-Encoding: gzip``
 (the stored gzip body as it is). The first request is answered in full (routing, cache,
-validators); its answer is remembered under the request's *signature* (method, mount
-and every header we read, exactly as received) with the stored document it came from.
+validators); its answer is remembered under the request's *signature* (the site, method,
+mount and the conditional and encoding headers, exactly as received) with the stored
+document it came from.
 A repeat is replayed after a dict lookup and one ordinary cache lookup, which must find
 that very document (not expired, evicted or replaced; and it counts as a hit, so the
 page stays warm), with nothing invalidated since the first answer began. Anything else
@@ -12,8 +13,8 @@ takes the full path::
 
     ticket = replays.ticket()                          # before answering in full
     reply = ...                                        # the full answer
-    replays.remember(path, signature, reply, ticket)   # kept if it came from a document
-    replays.find(path, signature)                      # the same answer again, or None
+    replays.remember(site_root, request, reply, ticket)   # kept if it came from a document
+    replays.find(site_root, request)                   # the same answer again, or None
 
 Bodies are never kept here: a replayed 200 takes its body from the document, held by
 a weak reference, so this holds a bounded number of small entries and never keeps alive
@@ -28,13 +29,17 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 
 from .cache import MemoryStore
-from .replies import Origin, Reply
+from .replies import Origin, Reply, Request
 from .stats import Stats
 
 __all__ = ["Replays"]
 
 # Entries across all paths: distinct (path, signature) pairs answered from a stored document.
 DEFAULT_LIMIT = 4096
+# The headers a signature holds, and the most characters of them it may hold: a client
+# sending huge header values gets full answers, never memory of ours.
+_SIGNED = ("accept-encoding", "if-none-match", "if-modified-since")
+_MAX_SIGNED = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,12 +72,13 @@ class Replays:
         """Taken before a full answer starts: an invalidation after it voids the answer."""
         return self._store.invalidations
 
-    def find(self, path: str, signature: Hashable) -> Reply | None:
+    def find(self, site_root: str, request: Request) -> Reply | None:
         """The answer to this exact request again, if it still stands (counted as the first was)."""
-        remembered = self._by_path.get(path)
+        remembered = self._by_path.get(request.path)
         if remembered is None:
             return None
-        replay = remembered.get(signature)
+        signature = _signature(site_root, request)
+        replay = remembered.get(signature) if signature is not None else None
         if replay is None:
             return None
         store = self._store
@@ -84,12 +90,12 @@ class Replays:
             if remembered.pop(signature, None) is not None:
                 self._size -= 1
             return None
-        for counter in origin.counters:
+        for counter in (*origin.counters, "replayed"):
             self._stats.count(origin.section, counter)
         body = document.body if origin.sends_body else b""
         return Reply(replay.status, replay.headers, body, raw_headers=replay.raw_headers)
 
-    def remember(self, path: str, signature: Hashable, reply: Reply, ticket: int) -> None:
+    def remember(self, site_root: str, request: Request, reply: Reply, ticket: int) -> None:
         """Keep ``reply`` for repeats of this request, if it came from a stored document.
 
         Its body is not kept: a replay takes it from the document, if that still stands.
@@ -97,6 +103,10 @@ class Replays:
         origin = reply.origin
         if origin is None or ticket != self._store.invalidations:
             return
+        signature = _signature(site_root, request)
+        if signature is None:
+            return
+        path = request.path
         if self._size >= self._limit:
             # Signatures come from clients: when full, start again rather than grow.
             self._by_path = {}
@@ -105,3 +115,12 @@ class Replays:
         if signature not in remembered:
             self._size += 1
         remembered[signature] = _Replay(reply.status, reply.headers, reply.raw_headers, origin, ticket)
+
+
+def _signature(site_root: str, request: Request) -> Hashable | None:
+    """What of the request its answer depends on, or ``None`` when too large to keep."""
+    headers = request.headers
+    values = tuple(headers.get(name, "") for name in _SIGNED)
+    if sum(map(len, values)) > _MAX_SIGNED:
+        return None
+    return (site_root, request.method, request.prefix, *values)

@@ -6,6 +6,7 @@ plain(404, b"Not Found\n")   # Reply(404, [("Content-Type", ...), ...], b"Not Fo
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -33,12 +34,17 @@ REQUEST_HEADERS = ("accept-encoding", "if-none-match", "if-modified-since", *HOS
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """What we read from a request: method, path below the mount prefix, a few headers."""
+    """What we read from a request: method, path below the mount prefix, a few headers.
+
+    ``received``: when it arrived (epoch seconds): a document first produced for it is
+    dated no later, so its Last-Modified never follows the response's Date.
+    """
 
     method: str
     path: str
     prefix: str = ""
     headers: Mapping[str, str] = field(default_factory=dict)  # lowercase names
+    received: float = 0.0
 
     def header(self, name: str) -> str | None:
         return self.headers.get(name) or None
@@ -62,37 +68,50 @@ class Origin:
 
 @dataclass(slots=True)
 class Reply:
-    """Status, headers and a body (bytes, or a stream the adapter must close)."""
+    """Status, headers and a body (bytes, or a stream); the adapter calls `finish` once sent.
+
+    A reply may *hold* claims taken while answering (a single-flight): `finish` releases
+    them, whatever became of the body, so the adapter's ``finally`` is the one place
+    they end, even for a body that was never iterated or is stuck in another thread.
+    """
 
     status: int
     headers: list[tuple[str, str]]
     body: bytes | Iterator[bytes] = b""
-    # Called when the body cannot be closed (a stalled provider holds it in another
-    # thread): gives up whatever the render holds, so other requests need not wait.
-    abandon: Callable[[], None] | None = None
     # The same headers as ASGI wants them, when they were encoded once ahead of time.
     raw_headers: list[tuple[bytes, bytes]] | None = None
     # Set on an answer from a stored document that a repeat of the request may replay
     # (`replays`): a 304, a HEAD, or a 200 whose body is the stored gzip body itself.
     origin: Origin | None = None
+    _held: list[Callable[[], None]] | None = None
 
-    def close(self) -> None:
-        close = getattr(self.body, "close", None)
-        if close is not None:
-            close()
+    def hold(self, release: Callable[[], None]) -> None:
+        """Release ``release`` when this reply is finished."""
+        if self._held is None:
+            self._held = []
+        self._held.append(release)
 
-    def release(self) -> None:
-        """Close the body, or abandon it if a stalled provider still runs it in another thread.
+    @property
+    def holds(self) -> bool:
+        return bool(self._held)
 
-        Abandoning ("generator already executing") gives up what the render holds now, so
-        other requests need not wait for it; the generator is closed once that thread
-        returns and drops it (CPython closes a suspended generator when it is collected).
+    def finish(self) -> None:
+        """Close the body and release what the reply holds; safe to call more than once.
+
+        A body a stalled provider still runs in another thread cannot be closed
+        ("generator already executing"): the claims go at once all the same, and the
+        generator is closed once that thread drops it (CPython closes a suspended
+        generator when it is collected).
         """
         try:
-            self.close()
-        except ValueError:
-            if self.abandon is not None:
-                self.abandon()
+            close = getattr(self.body, "close", None)
+            if close is not None:
+                with contextlib.suppress(ValueError):  # still running in another thread
+                    close()
+        finally:
+            held, self._held = self._held, None
+            for release in held or ():
+                release()
 
 
 def unknown_host() -> Reply:

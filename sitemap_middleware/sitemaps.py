@@ -18,9 +18,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
+from .asgi import ASGIApp, SitemapASGIMiddleware
 from .cache import CacheStore, MemoryStore
+from .config import check_timeout
+from .deadlines import THREAD_GRACE
 from .engine import Engine
 from .errors import ConfigurationError
+from .gateway import Gateway
 from .headers import HeaderPolicy
 from .providers import Call, Provider, ProviderFunc, Section
 from .render import MAX_BYTES, MAX_URLS
@@ -28,10 +32,10 @@ from .replays import Replays
 from .service import Service
 from .sites import Sites
 from .stats import Stats
+from .wsgi import SitemapWSGIMiddleware
 
 if TYPE_CHECKING:
-    from .asgi import ASGIApp, SitemapASGIMiddleware
-    from .wsgi import SitemapWSGIMiddleware, WSGIApplication
+    from _typeshed.wsgi import WSGIApplication
 
 __all__ = ["Sitemaps"]
 
@@ -76,25 +80,14 @@ class Sitemaps:
     - ``provider_timeout``: seconds a provider may take to produce its next batch (or a
       version or count) before the request gets a 503, or an aborted page once
       streaming. Enforced for async providers everywhere and for sync providers under
-      ASGI; under WSGI, for sync providers only with ``wsgi_helper_threads`` (without
-      it, a request thread cannot be interrupted: rely on your server's worker
-      timeout). ``None`` waits forever.
-    - ``render_threads``: under ASGI, how many worker threads may render (or run sync
-      providers) at once per event loop. Rendering holds the GIL, so more threads
-      only slow the app's own requests; raise it for providers that mostly wait on I/O.
-      Under WSGI with ``wsgi_helper_threads``, the number of helper threads.
-    - ``max_renders``: under ASGI, how many cold documents may be in the middle of
-      rendering at once per event loop (a streamed page holds its slot until its client
-      has read it). Each holds about 1 MB, so this bounds memory beyond the cache under
-      any load; a request that finds no free slot within ``provider_timeout`` gets a
-      503 with ``Retry-After``. Under WSGI the server's threads bound it already.
-    - ``wsgi_helper_threads``: under WSGI, render cold documents in ``render_threads``
-      helper threads instead of the request thread, so that ``provider_timeout`` cuts
-      a hung sync provider as well (a 503, or an aborted page). The catch, and why it
-      is off by default: your provider then runs outside the request thread, as under
-      ASGI. Django gives each helper its own database connection, kept open, and a
-      test's uncommitted transaction (or an in-memory SQLite database) is invisible there.
+      ASGI; under WSGI, for sync providers only with ``sitemaps.wsgi(app,
+      helper_threads=...)`` (a request thread cannot be interrupted: rely on your
+      server's worker timeout). ``None`` waits forever.
     - ``clock``: wall clock for ``Last-Modified``; inject a fake one in tests.
+
+    Concurrency belongs to the adapter that has it: ``sitemaps.asgi(app,
+    render_threads=4, max_renders=16, send_timeout=30)`` and ``sitemaps.wsgi(app,
+    helper_threads=0)``.
     """
 
     def __init__(
@@ -111,9 +104,6 @@ class Sitemaps:
         reject_unknown_hosts: bool = False,
         trust_forwarded: bool = False,
         provider_timeout: float | None = DEFAULT_PROVIDER_TIMEOUT,
-        render_threads: int = 4,
-        max_renders: int = 16,
-        wsgi_helper_threads: bool = False,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.sites = Sites(
@@ -128,18 +118,9 @@ class Sitemaps:
                 f"max_page_bytes must be from 1,024 to {MAX_BYTES:,}, not {max_page_bytes:,}"
             )
         self.strict = strict
-        if provider_timeout is not None and not (
-            isinstance(provider_timeout, int | float)
-            and not isinstance(provider_timeout, bool)
-            and provider_timeout > 0
-        ):
-            raise ConfigurationError(
-                f"provider_timeout must be a positive number or None, not {provider_timeout!r}"
-            )
+        if provider_timeout is not None:
+            provider_timeout = check_timeout("provider_timeout", provider_timeout)
         self.provider_timeout = provider_timeout
-        self.render_threads = _at_least_one("render_threads", render_threads)
-        self.max_renders = _at_least_one("max_renders", max_renders)
-        self.wsgi_helper_threads = bool(wsgi_helper_threads)
         self.stats = Stats()
         self._sections: dict[str, Section] = {}
         if cache is True:
@@ -148,9 +129,11 @@ class Sitemaps:
             cache = None
         self.cache: CacheStore | None = cache
         policy = HeaderPolicy(cache_control=cache_control, robots_tag=robots_tag)
+        # A follower gives up on a leader whose provider stayed silent past its deadline.
+        stall_after = None if provider_timeout is None else provider_timeout + THREAD_GRACE
         # One service per site: each renders with its own base_url; they share the
         # sections, the counters and the cache (whose keys name the site).
-        self._services = {
+        services = {
             site: Service(
                 engine=Engine(site, on_skip=self.stats.skip, strict=strict, max_bytes=max_page_bytes),
                 sections=self._sections,
@@ -158,18 +141,14 @@ class Sitemaps:
                 store=cache,
                 policy=policy,
                 clock=clock,
+                stall_after=stall_after,
             )
             for site in self.sites.all
         }
-        self.service = self._services[self.site]
         # Repeated conditional requests are replayed without routing or a cache lookup;
         # only over a store whose state can be checked per request for free.
-        self.replays = Replays(cache, self.stats) if isinstance(cache, MemoryStore) else None
-
-    def service_for(self, headers: Mapping[str, str]) -> Service | None:
-        """The service of the site a request is for (``None``: an unknown host, rejected)."""
-        site = self.sites.pick(headers)
-        return None if site is None else self._services[site]
+        replays = Replays(cache, self.stats) if isinstance(cache, MemoryStore) else None
+        self.gateway = Gateway(self.sites, services, replays, provider_timeout=provider_timeout, clock=clock)
 
     @property
     def sections(self) -> tuple[str, ...]:
@@ -246,23 +225,32 @@ class Sitemaps:
         if self.cache is not None:
             self.cache.invalidate(section)
 
-    def wsgi(self, app: WSGIApplication) -> SitemapWSGIMiddleware:
-        """Wrap a WSGI app; every request that is not ours reaches it untouched."""
-        from .wsgi import SitemapWSGIMiddleware
+    def wsgi(self, app: WSGIApplication, *, helper_threads: int = 0) -> SitemapWSGIMiddleware:
+        """Wrap a WSGI app; every request that is not ours reaches it untouched.
 
-        return SitemapWSGIMiddleware(app, sitemaps=self)
+        ``helper_threads``: see `SitemapWSGIMiddleware`.
+        """
+        return SitemapWSGIMiddleware(app, sitemaps=self, helper_threads=helper_threads)
 
-    def asgi(self, app: ASGIApp) -> SitemapASGIMiddleware:
-        """Wrap an ASGI app; every request that is not ours reaches it untouched."""
-        from .asgi import SitemapASGIMiddleware
+    def asgi(
+        self,
+        app: ASGIApp,
+        *,
+        render_threads: int = 4,
+        max_renders: int = 16,
+        send_timeout: float = 30.0,
+    ) -> SitemapASGIMiddleware:
+        """Wrap an ASGI app; every request that is not ours reaches it untouched.
 
-        return SitemapASGIMiddleware(app, sitemaps=self)
-
-
-def _at_least_one(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigurationError(f"{name} must be an int >= 1, not {value!r}")
-    return value
+        ``render_threads``, ``max_renders``, ``send_timeout``: see `SitemapASGIMiddleware`.
+        """
+        return SitemapASGIMiddleware(
+            app,
+            sitemaps=self,
+            render_threads=render_threads,
+            max_renders=max_renders,
+            send_timeout=send_timeout,
+        )
 
 
 def _check_page_size(page_size: object) -> int:

@@ -56,6 +56,11 @@ class Sites:
                 self._by_host[_host_key(host)] = site
 
     @property
+    def reads_host(self) -> bool:
+        """Whether `pick` reads any request header (only with a ``hosts`` allow-list)."""
+        return bool(self._by_host)
+
+    @property
     def all(self) -> tuple[Site, ...]:
         """Every site, the default first."""
         others = [site for site in self._by_host.values() if site != self.default]

@@ -1,21 +1,19 @@
-"""WSGI adapter: environ in, status, headers and body chunks out. Translation only.
+"""WSGI adapter: environ in, status, headers and body chunks out. Translation, and its helpers.
 
-    app.wsgi_app = sitemaps.wsgi(app.wsgi_app)             # Flask
-    application = sitemaps.wsgi(get_wsgi_application())    # Django
+    app.wsgi_app = sitemaps.wsgi(app.wsgi_app)                     # Flask
+    application = sitemaps.wsgi(get_wsgi_application())            # Django
+    application = sitemaps.wsgi(app, helper_threads=4)             # cut hung sync providers
 
-Requests for paths we do not own reach the app with the same environ and the
-original ``start_response``: nothing is wrapped or buffered.
-
-By default a cold document is rendered on the request thread, as any WSGI view would
-be. With ``Sitemaps(wsgi_helper_threads=True)`` it is rendered by a few helper threads
-(`threads.Helpers`), so that ``provider_timeout`` cuts a hung sync provider too: the
-request thread waits for each step within the deadline, and for other requests'
-renders on its own, so waiting never takes a helper the renderer needs.
+Answers come from the shared `gateway.Gateway`; a cold one is a `flow.Flow` whose steps
+run on the request thread, as any WSGI view would. With ``helper_threads``, blocking
+work runs on a few helper threads instead (`threads.Helpers`), so that the provider
+deadline cuts a hung sync provider too, while waiting for another request's render
+stays on the request thread. Requests for paths we do not own reach the app with the
+same environ and the original ``start_response``: nothing is wrapped or buffered.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from http import HTTPStatus
@@ -23,128 +21,83 @@ from typing import TYPE_CHECKING, Any
 
 from werkzeug.wsgi import ClosingIterator
 
-from ._http import TEXT_TYPE, Route, mount_prefix
-from .cache import FOLLOW_TIMEOUT
+from ._http import mount_prefix
+from .config import check_count
 from .errors import ProviderError
+from .flow import AppAnswer, FetchApp, Offload, Step, Wait, run_blocking
+from .gateway import Configured
 from .providers import LoopRunner
-from .replies import REQUEST_HEADERS, Reply, Request, unknown_host
-from .service import Service
+from .replies import Reply
 from .threads import Helpers
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
-    from .sitemaps import Sitemaps
-
 __all__ = ["SitemapWSGIMiddleware", "WSGIApplication"]
 
-_STATUS_LINES = {status: f"{status} {HTTPStatus(status).phrase}" for status in (200, 304)}
-_HEADERS_WE_READ = {name: "HTTP_" + name.upper().replace("-", "_") for name in REQUEST_HEADERS}
+_STATUS_LINES: dict[int, str] = {}
+_DONE = object()
 
 
 class SitemapWSGIMiddleware:
     """Serves the sitemap tree of ``sitemaps`` in front of the WSGI ``app``.
 
     - ``app``: the wrapped application.
-    - ``sitemaps``: the `Sitemaps` configuration (usually built via `Sitemaps.wsgi`).
+    - ``sitemaps``: the `Sitemaps` configuration (usually wrapped via `Sitemaps.wsgi`).
+    - ``helper_threads``: render cold documents on this many helper threads instead of
+      the request thread, so that the provider deadline cuts a hung sync provider too
+      (a 503, or an aborted page). Off (0) by default because your provider then runs
+      outside the request thread, as under ASGI: Django gives each helper its own
+      database connection, and a test's uncommitted transaction (or an in-memory SQLite
+      database) is invisible there. Without it, rely on your server's worker timeout.
     """
 
-    def __init__(self, app: WSGIApplication, *, sitemaps: Sitemaps) -> None:
+    def __init__(self, app: WSGIApplication, *, sitemaps: Configured, helper_threads: int = 0) -> None:
         self.app = app
-        self.sitemaps = sitemaps
-        self._service = sitemaps.service
-        self._replays = sitemaps.replays
-        self._timeout = sitemaps.provider_timeout
-        self._helpers = Helpers(sitemaps.render_threads) if sitemaps.wsgi_helper_threads else None
+        self._gateway = sitemaps.gateway
+        self._timeout = sitemaps.gateway.provider_timeout
+        self._helpers = Helpers(check_count("helper_threads", helper_threads)) if helper_threads else None
+        self._environ_keys = [
+            (name, "HTTP_" + name.upper().replace("-", "_")) for name in self._gateway.request_headers
+        ]
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        gateway = self._gateway
         path = environ.get("PATH_INFO") or "/"
-        replays = self._replays
-        if replays is not None and path in replays:
-            replayed = replays.find(path, _signature(environ))
-            if replayed is not None:
-                start_response(_STATUS_LINES[replayed.status], replayed.headers)
-                return [replayed.body] if replayed.body else []  # type: ignore[list-item]
-        # PEP 3333: environ strings are bytes decoded as latin-1, hence the round trip below.
-        route = self._service.match(path)
+        method = environ.get("REQUEST_METHOD", "GET")
+        route = gateway.match(method, path)
         if route is None:
             return self.app(environ, start_response)
-        request = Request(
-            method=environ.get("REQUEST_METHOD", "GET").upper(),
-            path=path,
-            prefix=mount_prefix(environ.get("SCRIPT_NAME", "").encode("latin-1").decode("utf-8", "replace")),
-            headers={name: environ.get(key, "") for name, key in _HEADERS_WE_READ.items()},
-        )
-        service = self.sitemaps.service_for(request.headers)
-        if service is None:
-            return _respond(unknown_host(), request, start_response, _nothing)
-        if route.kind == "robots":
-            return self._robots(environ, start_response, request, service)
+        # PEP 3333: environ strings are bytes decoded as latin-1, hence the round trip.
+        prefix = mount_prefix(environ.get("SCRIPT_NAME", "").encode("latin-1").decode("utf-8", "replace"))
+        headers = {name: environ.get(key, "") for name, key in self._environ_keys}
+        request = gateway.request(method.upper(), path, prefix, headers)
+        outcome = gateway.respond(route, request)
+        head = request.method == "HEAD"
+        if isinstance(outcome, Reply):
+            return _respond(outcome, head, start_response)
         runner = LoopRunner(self._timeout)
-        ticket = 0 if replays is None else replays.ticket()
         try:
-            if self._helpers is None:
-                reply = service.reply(route, request, runner)
-                assert isinstance(reply, Reply)  # a WSGI thread may wait for another render
-            else:
-                reply = self._answer(self._helpers, service, route, request, runner)
+            reply = run_blocking(outcome, partial(self._perform, environ, runner))
         except BaseException:
             runner.close()
             raise
-        if replays is not None and reply.origin is not None:
-            replays.remember(path, _signature(environ), reply, ticket)
-        # A body streamed by helpers closes its runner itself, on a helper.
-        cleanup = _nothing if isinstance(reply.body, _Deadlined) else runner.close
-        return _respond(reply, request, start_response, cleanup)
+        if self._helpers is not None and not isinstance(reply.body, bytes):
+            # A body streamed by helpers closes its runner itself, on a helper.
+            return _respond(
+                _Deadlined.wrap(reply, self._helpers, self._timeout, runner), head, start_response
+            )
+        return _respond(reply, head, start_response, runner.close)
 
-    def _answer(
-        self, helpers: Helpers, service: Service, route: Route, request: Request, runner: LoopRunner
-    ) -> Reply:
-        """From the cache on this thread if possible; else a render by a helper thread,
-        whose body the helpers then stream, chunk by chunk, within the deadline.
-
-        Waiting for another request's render of the same document happens here, on the
-        request thread, never on a helper: the render in flight needs the helpers.
-        """
-        reply = service.fast_reply(route, request)
-        for alone in (False, False, True):
-            if isinstance(reply, threading.Event):
-                reply.wait(FOLLOW_TIMEOUT)
-                reply = service.fast_reply(route, request)
-            if isinstance(reply, Reply):
-                return reply
-            # The third try, after two leaders failed or stalled, renders on its own.
-            call = partial(service.reply, route, request, runner, wait=False, alone=alone)
-            try:
-                reply = helpers.run(call, self._timeout)
-            except TimeoutError:
-                return service.timed_out(route, request, self._timeout)
-            if isinstance(reply, Reply):
-                return self._streamed_by_helpers(reply, helpers, runner)
-        raise AssertionError("a render with alone=True always answers")  # pragma: no cover
-
-    def _streamed_by_helpers(self, reply: Reply, helpers: Helpers, runner: LoopRunner) -> Reply:
-        if isinstance(reply.body, bytes):
-            return reply
-        return Reply(reply.status, reply.headers, _Deadlined(reply, helpers, self._timeout, runner))
-
-    def _robots(
-        self, environ: WSGIEnvironment, start_response: StartResponse, request: Request, service: Service
-    ) -> Iterable[bytes]:
-        if request.method not in ("GET", "HEAD"):
-            return self.app(environ, start_response)
-        merged = service.cached_robots(request)
-        if merged is None:
-            status, headers, body = _call_app(self.app, {**environ, "REQUEST_METHOD": "GET"})
-            merged = service.robots(request, int(status.split(" ", 1)[0]), headers, body)
-            if merged is None:
-                start_response(status, headers)
-                return [] if request.method == "HEAD" else [body]
-        start_response("200 OK", [("Content-Type", TEXT_TYPE), ("Content-Length", str(len(merged)))])
-        return [] if request.method == "HEAD" else [merged]
-
-
-_DONE = object()
+    def _perform(self, environ: WSGIEnvironment, runner: LoopRunner, step: Step) -> Any:
+        if isinstance(step, Offload):
+            if self._helpers is None:
+                return step.func(runner)
+            return self._helpers.run(partial(step.func, runner), self._timeout)
+        if isinstance(step, Wait):
+            return step.block()
+        assert isinstance(step, FetchApp)
+        return _fetch_app(self.app, {**environ, "REQUEST_METHOD": "GET"})
 
 
 class _Deadlined:
@@ -163,6 +116,11 @@ class _Deadlined:
         self._runner = runner
         self._stalled = False
 
+    @classmethod
+    def wrap(cls, reply: Reply, helpers: Helpers, timeout: float | None, runner: LoopRunner) -> Reply:
+        # Finishing the wrapper closes this body, which finishes the reply on a helper.
+        return Reply(reply.status, reply.headers, cls(reply, helpers, timeout, runner))
+
     def __iter__(self) -> _Deadlined:
         return self
 
@@ -179,41 +137,41 @@ class _Deadlined:
 
     def close(self) -> None:
         if self._stalled:
-            # The helper is still inside the provider: give up what the render holds
-            # (its single-flight) now. The generator is closed once that call returns
-            # and its last reference goes (CPython closes a suspended generator then).
-            if self._reply.abandon is not None:
-                self._reply.abandon()
+            # The helper is still inside the provider: give up what the render holds now
+            # (the generator is closed once that call returns and drops it).
+            self._reply.finish()
             return
         try:
-            self._helpers.run(self._reply.release, self._timeout)
+            self._helpers.run(self._reply.finish, self._timeout)
         except TimeoutError:
-            return  # a provider's cleanup that hangs: leave it to its helper
+            self._reply.finish()  # a provider's cleanup that hangs: release the rest here
+            return
         self._runner.close()
 
 
-def _signature(environ: WSGIEnvironment) -> tuple[Any, ...]:
-    """Everything of the request a reply depends on, as received (the path is keyed apart)."""
-    return (
-        environ.get("REQUEST_METHOD"),
-        environ.get("SCRIPT_NAME"),
-        *[environ.get(key) for key in _HEADERS_WE_READ.values()],
-    )
-
-
 def _respond(
-    reply: Reply, request: Request, start_response: StartResponse, cleanup: Callable[[], None]
+    reply: Reply, head: bool, start_response: StartResponse, cleanup: Callable[[], None] | None = None
 ) -> Iterable[bytes]:
-    start_response(f"{reply.status} {HTTPStatus(reply.status).phrase}", reply.headers)
-    if request.method == "HEAD":
-        reply.close()
-        cleanup()
+    """Start the response; the reply is finished (claims released) when the server closes
+    the body, even one it never iterated (PEP 3333 ``close``)."""
+    if cleanup is not None:
+        reply.hold(cleanup)
+    status = _STATUS_LINES.get(reply.status)
+    if status is None:
+        status = _STATUS_LINES[reply.status] = f"{reply.status} {HTTPStatus(reply.status).phrase}"
+    start_response(status, reply.headers)
+    if head:
+        reply.finish()
         return []
-    body = [reply.body] if isinstance(reply.body, bytes) else reply.body
-    return ClosingIterator(body, [reply.close, cleanup])
+    body = reply.body
+    if not isinstance(body, bytes):
+        return ClosingIterator(body, reply.finish)
+    if reply.holds:
+        return ClosingIterator([body], reply.finish)
+    return [body] if body else []
 
 
-def _call_app(app: WSGIApplication, environ: WSGIEnvironment) -> tuple[str, list[tuple[str, str]], bytes]:
+def _fetch_app(app: WSGIApplication, environ: WSGIEnvironment) -> AppAnswer:
     """Run ``app`` to completion and collect its response (robots.txt is small)."""
     captured: list[Any] = []
     written: list[bytes] = []
@@ -231,8 +189,4 @@ def _call_app(app: WSGIApplication, environ: WSGIEnvironment) -> tuple[str, list
         close = getattr(result, "close", None)
         if close is not None:
             close()
-    return captured[0], captured[1], b"".join(written)
-
-
-def _nothing() -> None:
-    return None
+    return AppAnswer(int(captured[0].split(" ", 1)[0]), list(captured[1]), b"".join(written))

@@ -231,16 +231,16 @@ class HeldSend(Recorder):
             await self.resume.wait()  # a slow reader: the server cannot send more
 
 
-def slotted(max_renders: int, cache: bool = False) -> Sitemaps:
-    sitemaps = Sitemaps(base_url=BASE, max_renders=max_renders, provider_timeout=0.3, cache=cache)
+def slotted(cache: bool = False) -> Sitemaps:
+    sitemaps = Sitemaps(base_url=BASE, provider_timeout=0.3, cache=cache)
     sitemaps.add_provider("products", lambda: [f"/p/{n}" for n in range(3000)], page_size=1000)
     sitemaps.add_provider("pages", lambda: ["/", "/about"])
     return sitemaps
 
 
 def test_a_streaming_page_holds_its_render_slot_until_read_and_others_get_503_meanwhile() -> None:
-    sitemaps = slotted(max_renders=1)
-    app = sitemaps.asgi(RecordingApp())
+    sitemaps = slotted()
+    app = sitemaps.asgi(RecordingApp(), max_renders=1)
     held, blocked, later = HeldSend(), Recorder(), Recorder()
 
     async def scenario() -> None:
@@ -270,14 +270,14 @@ def test_a_streaming_page_holds_its_render_slot_until_read_and_others_get_503_me
     ],
 )
 def test_every_way_a_render_ends_gives_its_slot_back(path: str, status: int) -> None:
-    sitemaps = slotted(max_renders=1)
+    sitemaps = slotted()
     if "broken" in path:
 
         def broken() -> list[str]:
             raise RuntimeError("database down")
 
         sitemaps.add_provider("broken", broken)
-    app = sitemaps.asgi(RecordingApp())
+    app = sitemaps.asgi(RecordingApp(), max_renders=1)
     sends = [Recorder() for _ in range(4)]
 
     async def scenario() -> None:  # one event loop: the slots are per loop
@@ -291,8 +291,8 @@ def test_every_way_a_render_ends_gives_its_slot_back(path: str, status: int) -> 
 
 
 def test_a_request_waiting_for_another_render_of_its_page_holds_no_slot() -> None:
-    sitemaps = slotted(max_renders=2, cache=True)
-    app = sitemaps.asgi(RecordingApp())
+    sitemaps = slotted(cache=True)
+    app = sitemaps.asgi(RecordingApp(), max_renders=2)
     leader, follower, other = HeldSend(), Recorder(), Recorder()
 
     async def scenario() -> None:

@@ -113,13 +113,13 @@ def test_sync_provider_stalling_mid_page_under_asgi_aborts_and_caches_nothing(bl
         client.close()
 
 
-# -- WSGI: sync providers are cut only with wsgi_helper_threads -----------------------------------
+# -- WSGI: sync providers are cut only with helper threads -----------------------------------
 
 
 def wsgi_client(provider: object, **options: Any) -> Client:
-    sitemaps = Sitemaps(base_url=BASE, provider_timeout=DEADLINE, wsgi_helper_threads=True, **options)
+    sitemaps = Sitemaps(base_url=BASE, provider_timeout=DEADLINE, **options)
     sitemaps.add_provider("products", provider)  # type: ignore[arg-type]
-    return Client(sitemaps.wsgi(plain_wsgi_app))
+    return Client(sitemaps.wsgi(plain_wsgi_app, helper_threads=4))
 
 
 @pytest.fixture
@@ -160,11 +160,11 @@ def test_sync_provider_stalling_mid_page_under_wsgi_with_helper_threads_aborts_a
 def test_when_every_helper_is_stuck_cold_pages_get_503_and_cached_ones_are_served(releasing):
     stuck = Blocked(0)
     releasing.append(stuck)
-    sitemaps = Sitemaps(base_url=BASE, provider_timeout=DEADLINE, wsgi_helper_threads=True, render_threads=1)
+    sitemaps = Sitemaps(base_url=BASE, provider_timeout=DEADLINE)
     sitemaps.add_provider("products", stuck)
     sitemaps.add_provider("pages", lambda: ["/", "/about"])
     sitemaps.add_provider("posts", lambda: ["/blog/1"])
-    client = Client(sitemaps.wsgi(plain_wsgi_app))
+    client = Client(sitemaps.wsgi(plain_wsgi_app, helper_threads=1))
     client.get("/sitemap-pages-1.xml").get_data()  # cached before the only helper gets stuck
     assert client.get(PAGE).status_code == 503  # the helper is now stuck in the provider
     started = time.monotonic()
@@ -185,9 +185,9 @@ def test_with_one_helper_a_request_for_a_page_in_flight_waits_on_its_own_thread(
         calls.append(1)
         return provider()
 
-    sitemaps = Sitemaps(base_url=BASE, provider_timeout=10, wsgi_helper_threads=True, render_threads=1)
+    sitemaps = Sitemaps(base_url=BASE, provider_timeout=10)
     sitemaps.add_provider("products", products)
-    app = sitemaps.wsgi(plain_wsgi_app)
+    app = sitemaps.wsgi(plain_wsgi_app, helper_threads=1)
     bodies: dict[str, bytes] = {}
 
     def fetch(name: str) -> None:
@@ -215,9 +215,9 @@ def test_hung_sync_provider_behind_a_real_wsgi_server_gets_503_in_time(releasing
 
     provider = Blocked(0)
     releasing.append(provider)
-    sitemaps = Sitemaps(base_url=BASE, provider_timeout=DEADLINE, wsgi_helper_threads=True)
+    sitemaps = Sitemaps(base_url=BASE, provider_timeout=DEADLINE)
     sitemaps.add_provider("products", provider)
-    with werkzeug_serving(sitemaps.wsgi(plain_wsgi_app)) as port:
+    with werkzeug_serving(sitemaps.wsgi(plain_wsgi_app, helper_threads=4)) as port:
         started = time.monotonic()
         got = Server(port, "plain").get(PAGE)
         elapsed = time.monotonic() - started
@@ -259,7 +259,7 @@ def test_a_long_plan_that_keeps_progressing_is_never_cut(adapter):
     # 3,000 URLs come in 8 slices (1, 4, 16, 64, 256, 1024, 1024, 611): 1.6 s in all, far
     # past the deadline, but no slice takes longer than the deadline.
     catalogue = SlowPages(3000)
-    sitemaps = Sitemaps(base_url=BASE, provider_timeout=DEADLINE, wsgi_helper_threads=adapter != "asgi")
+    sitemaps = Sitemaps(base_url=BASE, provider_timeout=DEADLINE)
     sitemaps.add_provider("products", lambda: catalogue, page_size=1000)
     if adapter == "asgi":
         from .conftest import SitemapClient
@@ -271,7 +271,7 @@ def test_a_long_plan_that_keeps_progressing_is_never_cut(adapter):
             client.close()
         status, body = index.status, index.body
     else:
-        response = Client(sitemaps.wsgi(plain_wsgi_app)).get("/sitemap-index.xml")
+        response = Client(sitemaps.wsgi(plain_wsgi_app, helper_threads=4)).get("/sitemap-index.xml")
         status, body = response.status_code, response.get_data()
     assert status == 200
     assert body.count(b"<sitemap>") == 3
@@ -290,9 +290,9 @@ def test_providers_run_on_the_request_thread_unless_helper_threads_are_on(helper
         finally:
             ran_on.append(threading.current_thread().name)  # closing runs where iterating ran
 
-    sitemaps = Sitemaps(base_url=BASE, cache=None, wsgi_helper_threads=helpers)
+    sitemaps = Sitemaps(base_url=BASE, cache=None)
     sitemaps.add_provider("products", provider)
-    response = Client(sitemaps.wsgi(plain_wsgi_app)).get(PAGE)
+    response = Client(sitemaps.wsgi(plain_wsgi_app, helper_threads=4 if helpers else 0)).get(PAGE)
     assert response.get_data().count(b"<url>") == 1
     response.close()
     expected = "sitemap-helper" if helpers else threading.current_thread().name
@@ -305,8 +305,19 @@ def test_provider_timeout_is_checked_at_construction(value):
         Sitemaps(base_url=BASE, provider_timeout=value)
 
 
-@pytest.mark.parametrize("option", ["render_threads", "max_renders"])
-@pytest.mark.parametrize("value", [0, -1, 1.5, True])
-def test_thread_and_render_limits_are_checked_at_construction(option, value):
+@pytest.mark.parametrize(
+    ("adapter", "option"),
+    [
+        pytest.param("asgi", "render_threads", id="asgi-render_threads"),
+        pytest.param("asgi", "max_renders", id="asgi-max_renders"),
+        pytest.param("asgi", "send_timeout", id="asgi-send_timeout"),
+        pytest.param("wsgi", "helper_threads", id="wsgi-helper_threads"),
+    ],
+)
+@pytest.mark.parametrize("value", [-1, 1.5, True, "4"])
+def test_adapter_limits_are_checked_when_the_adapter_is_built(adapter, option, value):
+    sitemaps = Sitemaps(base_url=BASE)
+    if option == "send_timeout" and value == 1.5:
+        value = 0  # 1.5 s is a valid timeout
     with pytest.raises(ConfigurationError, match=option):
-        Sitemaps(base_url=BASE, **{option: value})
+        getattr(sitemaps, adapter)(plain_wsgi_app, **{option: value})

@@ -140,17 +140,16 @@ class Server:
 @pytest.fixture(params=["uvicorn", "werkzeug", "werkzeug-helpers"])
 def serve(request: pytest.FixtureRequest) -> Iterator[Callable[[Sitemaps], Server]]:
     """Start a server for a `Sitemaps`: uvicorn + Starlette, or werkzeug + Flask (rendering
-    on the request thread, or with ``wsgi_helper_threads`` on helper threads)."""
+    on the request thread, or with ``helper_threads`` on helper threads)."""
     with ExitStack() as stack:
 
         def start(sitemaps: Sitemaps) -> Server:
             if request.param == "uvicorn":
                 port = stack.enter_context(uvicorn_serving(sitemaps.asgi(apps.starlette_app())))
                 return Server(port, "starlette")
-            # Read when the middleware is built: the same Sitemaps, rendering on helpers.
-            sitemaps.wsgi_helper_threads = request.param == "werkzeug-helpers"
+            helpers = 4 if request.param == "werkzeug-helpers" else 0
             flask_app = apps.flask_app()
-            flask_app.wsgi_app = sitemaps.wsgi(flask_app.wsgi_app)  # type: ignore[method-assign]
+            flask_app.wsgi_app = sitemaps.wsgi(flask_app.wsgi_app, helper_threads=helpers)  # type: ignore[method-assign]
             return Server(stack.enter_context(werkzeug_serving(flask_app)), "flask")
 
         yield start

@@ -1,0 +1,213 @@
+"""The one way a request is answered: a sans-I/O flow of steps that both adapters drive.
+
+Answering may need three things only an adapter can do: run blocking work (providers,
+rendering) where it may block, wait for another request's render of the same document,
+and ask the wrapped app for its own answer (robots.txt). A flow is a generator that
+*yields* those steps and is sent their results; it holds the whole policy (follow the
+leader, take over a stalled one, render alone as a last resort, and what each failure
+answers), and an adapter only performs steps, blocking or awaiting::
+
+    flow = gateway.respond(route, request)           # a Reply at once, or a Flow
+    reply = run_blocking(flow, perform)              # WSGI
+    reply = await run_async(flow, perform)           # ASGI
+
+A claim the flow takes (a single-flight) is released on every way out: in the flow's
+own ``try`` when it fails or is closed, else by the `Reply` that carries it, which the
+adapter finishes in its ``finally``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Generator
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .errors import ProviderError
+from .flights import Flight, SingleFlight
+from .providers import AsyncRunner
+from .replies import Reply, Request
+
+if TYPE_CHECKING:
+    from ._http import Route
+    from .resources import Resource
+    from .service import Service
+
+__all__ = [
+    "AppAnswer",
+    "Busy",
+    "FetchApp",
+    "Flow",
+    "Offload",
+    "Wait",
+    "answer",
+    "robots",
+    "run_async",
+    "run_blocking",
+    "single_flight",
+]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Offload:
+    """Run ``func(run_async)`` where blocking is allowed, within the provider deadline.
+
+    ``render``: the work renders a document; under ASGI it takes a render slot first,
+    held until the response is sent.
+    """
+
+    func: Callable[[AsyncRunner], Any]
+    render: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """Wait until another request's render of the same document is over (done or stalled)."""
+
+    flight: Flight
+    stall_after: float | None
+
+    def over(self) -> bool:
+        return self.flight.over(self.stall_after)
+
+    def block(self) -> None:
+        """Wait on this thread (WSGI, or inside a render); `offload.wait_for` is the async twin."""
+        while not self.over():
+            self.flight.done.wait(_POLL)
+
+
+@dataclass(frozen=True, slots=True)
+class FetchApp:
+    """Ask the wrapped app the same request, as a GET; send back its `AppAnswer`."""
+
+
+@dataclass(frozen=True, slots=True)
+class AppAnswer:
+    status: int
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+
+
+class Busy(Exception):
+    """No render slot came free within the deadline (thrown into a flow by the ASGI adapter)."""
+
+
+Step = Offload | Wait | FetchApp
+Flow = Generator[Step, Any, T]
+FETCH_APP = FetchApp()
+# Follow a render in flight (or take over a stalled one) this many times, then render alone.
+ATTEMPTS = 3
+# How often a blocked follower checks whether its leader stalled.
+_POLL = 0.05
+
+
+def single_flight(
+    flights: SingleFlight,
+    key: str,
+    lookup: Callable[[], T | None],
+    work: Callable[[Flight | None, AsyncRunner], T],
+    stall_after: float | None,
+    on_follow: Callable[[], None] | None = None,
+) -> Flow[tuple[T, Flight | None]]:
+    """``lookup()``, or ``work`` once for every request that needs it at the same time.
+
+    Returns the result and, when this request led, its flight: the caller releases it
+    (at once, or once the reply it went into is sent).
+    """
+    stale: Flight | None = None
+    for _ in range(ATTEMPTS - 1):
+        found = lookup()
+        if found is not None:
+            return found, None
+        lead, flight = flights.claim(key, replacing=stale)
+        if lead:
+            try:
+                result = yield Offload(partial(work, flight), render=True)
+            except BaseException:
+                flight.release()
+                raise
+            return result, flight
+        if on_follow is not None:
+            on_follow()
+        yield Wait(flight, stall_after)
+        stale = None if flight.done.is_set() else flight
+    found = lookup()
+    if found is not None:
+        return found, None
+    # Two leaders in a row failed or stalled: answer this request on its own.
+    return (yield Offload(partial(work, None), render=True)), None
+
+
+def answer(service: Service, route: Route, request: Request) -> Flow[Reply]:
+    """An index or a page: from the store, else rendered once for all who ask at once."""
+    try:
+        found = service.lookup(route, request)
+        if found is None:
+            found = yield Offload(partial(service.resolve, route, request))
+        if isinstance(found, Reply):
+            return found
+        resource: Resource = found
+        render = partial(service.render, resource, route, request)
+        if service.flights is None:
+            alone: Reply = yield Offload(partial(render, None), render=True)
+            return alone
+        lookup = partial(service.stored, resource, route, request)
+        followed = partial(service.stats.count, resource.section, "flight_waits")
+        reply, flight = yield from single_flight(
+            service.flights, resource.key, lookup, render, service.stall_after, followed
+        )
+        if flight is not None:
+            reply.hold(flight.release)
+        return reply
+    except ProviderError as error:
+        return service.failed(route, request, error)
+    except TimeoutError:
+        return service.timed_out(route, request)
+    except Busy:
+        return service.busy(route, request)
+
+
+def robots(service: Service, request: Request) -> Flow[Reply]:
+    """robots.txt: the app's own answer, with our ``Sitemap:`` line where it belongs."""
+    app_answer = yield FETCH_APP
+    return service.robots(request, app_answer)
+
+
+def run_blocking(flow: Flow[T], perform: Callable[[Step], Any]) -> T:
+    """Drive ``flow`` to its result on this thread; ``perform`` does each step."""
+    value: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            try:
+                step = flow.send(value) if error is None else flow.throw(error)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            value, error = None, None
+            try:
+                value = perform(step)
+            except BaseException as exc:  # handed to the flow, which decides
+                error = exc
+    finally:
+        flow.close()
+
+
+async def run_async(flow: Flow[T], perform: Callable[[Step], Awaitable[Any]]) -> T:
+    """Drive ``flow`` to its result on the event loop; ``perform`` awaits each step."""
+    value: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            try:
+                step = flow.send(value) if error is None else flow.throw(error)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            value, error = None, None
+            try:
+                value = await perform(step)
+            except BaseException as exc:  # handed to the flow, which decides
+                error = exc
+    finally:
+        flow.close()

@@ -1,0 +1,102 @@
+"""The front door both adapters share: is a path ours, and what answers a request.
+
+    gateway = sitemaps.gateway
+    route = gateway.match("GET", "/sitemap-products-2.xml")    # None: the app's path
+    outcome = gateway.respond(route, request)                  # a Reply, or a flow.Flow
+
+It picks the site a request is for, answers what needs no provider at once (a hit, a
+304, a 404 or 405, a replayed answer) and hands back a `flow.Flow` for the rest.
+Replays live here and nowhere else: adapters never see signatures or tickets.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+from . import _http, flow
+from .replays import Replays
+from .replies import REQUEST_HEADERS, Reply, Request, unknown_host
+from .service import Service
+from .sites import HOST_HEADERS, Sites
+from .uris import Site
+
+__all__ = ["Configured", "Gateway"]
+
+_BASE_HEADERS = tuple(name for name in REQUEST_HEADERS if name not in HOST_HEADERS)
+
+
+class Gateway:
+    """Routes and answers our paths for one `Sitemaps` (a service per site).
+
+    ``provider_timeout`` is the deadline adapters keep on the work they run for it.
+    """
+
+    def __init__(
+        self,
+        sites: Sites,
+        services: Mapping[Site, Service],
+        replays: Replays | None,
+        *,
+        provider_timeout: float | None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.provider_timeout = provider_timeout
+        self._sites = sites
+        self._services = dict(services)
+        self._default = self._services[sites.default]
+        self._replays = replays
+        self._clock = clock
+        # The request headers adapters pass on (lowercase): Host and its forwarded kin
+        # only when they choose a site, so nothing else a client sends is ever kept.
+        self.request_headers: tuple[str, ...] = _BASE_HEADERS + (
+            tuple(sorted(HOST_HEADERS)) if sites.reads_host else ()
+        )
+
+    def match(self, method: str, path: str) -> _http.Route | None:
+        """Our resource at ``path`` (below the mount), or ``None``: the app's request."""
+        route = _http.match_route(path, self._default.sections)
+        if route is not None and route.kind == "robots" and method not in _http.ALLOWED_METHODS:
+            return None  # a POST to robots.txt is the app's business
+        return route
+
+    def request(self, method: str, path: str, prefix: str, headers: Mapping[str, str]) -> Request:
+        return Request(method, path, prefix, headers, self._clock())
+
+    def respond(self, route: _http.Route, request: Request) -> Reply | flow.Flow[Reply]:
+        """The answer, when it needs no provider; else the flow that finds it."""
+        site = self._sites.pick(request.headers)
+        if site is None:
+            return unknown_host()
+        service = self._services[site]
+        if route.kind == "robots":
+            return flow.robots(service, request)
+        replays = self._replays
+        if replays is None:
+            found = service.lookup(route, request)
+            return found if isinstance(found, Reply) else flow.answer(service, route, request)
+        replayed = replays.find(site.root, request)
+        if replayed is not None:
+            return replayed
+        ticket = replays.ticket()
+        found = service.lookup(route, request)
+        if isinstance(found, Reply):
+            replays.remember(site.root, request, found, ticket)
+            return found
+        return self._remembering(flow.answer(service, route, request), site, request, ticket)
+
+    def _remembering(
+        self, answering: flow.Flow[Reply], site: Site, request: Request, ticket: int
+    ) -> flow.Flow[Reply]:
+        reply = yield from answering
+        assert self._replays is not None
+        self._replays.remember(site.root, request, reply, ticket)
+        return reply
+
+
+class Configured(Protocol):
+    """What an adapter takes: anything with a gateway (a `Sitemaps`)."""
+
+    @property
+    def gateway(self) -> Gateway: ...
