@@ -178,8 +178,10 @@ class SitemapASGIMiddleware:
                         raise ProviderError.stalled(self._timeout) from None
                     if chunk is _DONE:
                         break
-                    with anyio.fail_after(self._send_timeout):
+                    with anyio.move_on_after(self._send_timeout) as sending:
                         await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    if sending.cancelled_caught:
+                        raise TimeoutError(f"the client took no chunk for {self._send_timeout} s: aborted")
                 await send({"type": "http.response.body", "body": b""})
                 group.cancel_scope.cancel()
         except BaseExceptionGroup as errors:

@@ -80,8 +80,9 @@ async def wait_for(wait: Wait) -> None:
 async def in_thread(func: Callable[[], T], limiter: anyio.CapacityLimiter, timeout: float | None) -> T:
     """``func()`` in a worker thread, once ``limiter`` lends one; abandoned if it stalls.
 
-    Waiting for a render thread is queueing, not a hung provider: a busy server must not
-    answer 503 to requests that merely waited their turn. Once lent, the deadline counts
+    Waiting for a render thread is queueing, not a hung provider: it has a deadline of
+    its own (``timeout``), so a request waits its turn, but not for threads stuck in a
+    hung provider that may never come back. Once lent, the deadline counts
     from the provider's last batch (`deadlines.Heartbeat`): a long render that keeps
     producing, such as planning millions of URLs, is never cut; one that stalls is.
 
@@ -89,7 +90,13 @@ async def in_thread(func: Callable[[], T], limiter: anyio.CapacityLimiter, timeo
     hung provider never number more than the limiter's tokens.
     """
     lease = _Lease(limiter)
-    await lease.take()
+    try:
+        # Queueing has a deadline too: when every thread is stuck in a hung provider,
+        # a request gets its 503 instead of waiting for one of them to come back.
+        with anyio.fail_after(timeout):
+            await lease.take()
+    except TimeoutError:
+        raise TimeoutError("no render thread came free") from None
     try:
         deadline = thread_deadline(timeout)
         if deadline is None:
