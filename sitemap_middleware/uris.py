@@ -9,6 +9,7 @@ Every URL we emit starts with the configured site's root, in one canonical spell
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
@@ -24,6 +25,12 @@ _URI_SAFE = "-._~:/?#@!$&'()*+,;=%"
 _NEEDS_QUOTING = re.compile(r"[^A-Za-z0-9\-._~:/?#@!$&'()*+,;=%]|%(?![0-9A-Fa-f]{2})|#.*#")
 _STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+# RFC 3986 §3.2.2, narrowed: a reg-name (or IPv4) of unreserved characters only, or an IPv6
+# literal in brackets; then an optional port. Sub-delims and %-escapes are legal in a reg-name
+# but name no host DNS can resolve, and "&", "'" or "<" there would break the XML we write.
+_CANONICAL_HOST = re.compile(r"(?:[a-z0-9\-._~]+|\[[0-9a-f:.]+\])(?::[0-9]+)?")
+# urlsplit silently drops tabs and newlines and strips leading spaces: refuse them instead.
+_CONTROL_OR_SPACE = re.compile(r"[\x00-\x20\x7f-\x9f]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +56,8 @@ class Site:
         if not isinstance(base_url, str):
             raise ConfigurationError(f"base_url must be a string, not {type(base_url).__name__}")
         try:
+            if _CONTROL_OR_SPACE.search(base_url) is not None:
+                raise ValueError("whitespace or control character")
             parts = urlsplit(base_url)
             scheme = parts.scheme.lower()
             if scheme not in _DEFAULT_PORTS or not parts.hostname:
@@ -56,6 +65,7 @@ class Site:
             if parts.query or parts.fragment or parts.username or parts.password:
                 raise ValueError("no query, fragment or credentials allowed")
             host = canonical_host(scheme, parts.hostname, parts.port)
+            _check_host(host, parts.netloc)
         except (ValueError, UnicodeError) as exc:
             raise ConfigurationError(f"invalid base_url {base_url!r}: {exc}") from None
         path = quote_uri(parts.path.rstrip("/"))
@@ -71,6 +81,17 @@ def canonical_host(scheme: str, hostname: str, port: int | None) -> str:
     if port is not None and port != _DEFAULT_PORTS[scheme]:
         return f"{host}:{port}"
     return host
+
+
+def _check_host(host: str, netloc: str) -> None:
+    """Refuse a canonical host that XML or RFC 3986 cannot carry as it is."""
+    if _CANONICAL_HOST.fullmatch(host) is None:
+        raise ValueError("a host may hold only letters, digits and '-._~' (or be an IPv6 literal)")
+    if host.startswith("["):
+        ipaddress.IPv6Address(host[1 : host.index("]")])  # raises ValueError
+    elif "[" in netloc:
+        # urlsplit takes "[v1.x]" (an RFC 3986 IPvFuture) and drops the brackets.
+        raise ValueError("only an IPv6 address may stand in brackets")
 
 
 def quote_uri(text: str) -> str:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lxml import etree
 
-from sitemap_middleware import EntryError, Sitemaps, Url
+from sitemap_middleware import ConfigurationError, EntryError, Sitemaps, Url
 from sitemap_middleware.entries import Normaliser
+from sitemap_middleware.sites import Sites
 from sitemap_middleware.stats import Stats
 from sitemap_middleware.uris import Site
 
@@ -17,6 +22,7 @@ from .conftest import SitemapClient
 BASE = "https://shop.example"
 HUGE = "9" * 5_000_000  # a 5 MB lastmod or changefreq, as a broken export produces
 MAX_LOG_LINE = 1024
+PROPERTY = settings(max_examples=300, deadline=None, database=None)
 
 MakeClient = Callable[..., SitemapClient]
 
@@ -79,3 +85,132 @@ def test_served_page_logs_a_huge_bad_lastmod_in_a_bounded_line(
         message = record.getMessage()
         assert len(message) < MAX_LOG_LINE
         assert "invalid lastmod" in message
+
+
+# -- hosts that XML and URLs can carry ---------------------------------------------------------
+
+# RFC 3986 §3 (absolute-URI without query or fragment), with the host narrowed to what we
+# accept: a reg-name or IPv4 of unreserved characters, or a bracketed IPv6 literal.
+_PCHAR = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})"
+ABSOLUTE_ROOT = re.compile(rf"https?://(?:[a-z0-9\-._~]+|\[[0-9a-f:.]+\])(?::[0-9]+)?(?:/{_PCHAR}*)*")
+
+
+def assert_root_is_a_valid_url_in_xml(site: Site) -> None:
+    """The root, written as a loc is (``&`` escaped), parses back to itself and is RFC 3986."""
+    text = site.root.replace("&", "&amp;")
+    element = etree.fromstring(f"<loc>{text}</loc>".encode())
+    assert element.text == site.root
+    assert ABSOLUTE_ROOT.fullmatch(site.root), site.root
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        pytest.param("https://a<b.example", id="less-than"),
+        pytest.param("https://a>b.example", id="greater-than"),
+        pytest.param("https://a&b.example", id="ampersand"),
+        pytest.param('https://a"b.example', id="double-quote"),
+        pytest.param("https://a'b.example", id="single-quote"),
+        pytest.param("https://a b.example", id="space"),
+        pytest.param("https://shop.exa\tmple", id="tab-removed-by-urlsplit"),
+        pytest.param("https://shop.example\n", id="trailing-newline"),
+        pytest.param(" https://shop.example", id="leading-space"),
+        pytest.param("https://a%3cb.example", id="percent-escape"),
+        pytest.param("https://a!b.example", id="sub-delim"),
+        pytest.param("https://a\\b.example", id="backslash"),
+        pytest.param("https://\u3000a.example", id="ideographic-space"),
+        pytest.param("https://[v1.abc]", id="ipvfuture-loses-its-brackets"),
+        pytest.param("https://[::1%25eth0]", id="ipv6-zone-id"),
+    ],
+)
+def test_base_url_with_a_host_xml_or_uris_cannot_carry_is_refused(base_url: str) -> None:
+    with pytest.raises(ConfigurationError):
+        Site.parse(base_url)
+
+
+@pytest.mark.parametrize(
+    ("base_url", "root"),
+    [
+        pytest.param("https://Shop.Example", "https://shop.example", id="reg-name"),
+        pytest.param("https://a-b_c~d.example:8443/x", "https://a-b_c~d.example:8443/x", id="unreserved"),
+        pytest.param("http://192.0.2.1:8080", "http://192.0.2.1:8080", id="ipv4"),
+        pytest.param("http://[2001:DB8::1]", "http://[2001:db8::1]", id="ipv6"),
+        pytest.param("http://[::ffff:192.0.2.1]", "http://[::ffff:192.0.2.1]", id="ipv6-with-ipv4-tail"),
+        pytest.param("https://b\u00fccher.example", "https://xn--bcher-kva.example", id="idn"),
+    ],
+)
+def test_base_url_with_a_valid_host_is_accepted(base_url: str, root: str) -> None:
+    site = Site.parse(base_url)
+    assert site.root == root
+    assert_root_is_a_valid_url_in_xml(site)
+
+
+HOST_CHARACTERS = [*"<>&\"' \t\n%!$()*+,;=[]:@/?#\\", "\u3000", "\u00fc", "\x00", "\x85"]
+_host_text = st.lists(st.one_of(st.characters(), st.sampled_from(HOST_CHARACTERS))).map("".join)
+base_urls = st.one_of(
+    st.text(),
+    st.builds(str.__add__, st.sampled_from(["http://", "https://", "HTTPS://", "https://["]), _host_text),
+    st.builds(
+        "{}://{}{}".format,
+        st.sampled_from(["http", "https"]),
+        _host_text,
+        st.sampled_from(["", "/", ":8080", "/shop/", "]:80"]),
+    ),
+)
+valid_hosts = st.from_regex(r"[A-Za-z0-9](?:[A-Za-z0-9\-._~]{0,20}[A-Za-z0-9])?", fullmatch=True)
+
+
+@PROPERTY
+@given(base_url=base_urls)
+def test_any_base_url_is_refused_or_a_valid_url_in_xml(base_url: str) -> None:
+    try:
+        site = Site.parse(base_url)
+    except ConfigurationError:
+        return
+    assert_root_is_a_valid_url_in_xml(site)
+
+
+@PROPERTY
+@given(host=valid_hosts, port=st.one_of(st.none(), st.integers(1, 65535)))
+def test_any_unreserved_host_and_port_is_accepted(host: str, port: int | None) -> None:
+    authority = host if port is None else f"{host}:{port}"
+    site = Site.parse(f"https://{authority}/shop")
+    assert site.host == (authority.lower() if port != 443 else host.lower())
+    assert_root_is_a_valid_url_in_xml(site)
+
+
+@pytest.mark.parametrize(
+    "hosts",
+    [
+        pytest.param(["a<b.example"], id="list-less-than"),
+        pytest.param(["shop.example.de/other-path"], id="list-with-a-path"),
+        pytest.param(["shop.example.de?x=1"], id="list-with-a-query"),
+        pytest.param(["user@shop.example.de"], id="list-with-credentials"),
+        pytest.param([""], id="list-empty-host"),
+        pytest.param({"a<b.example": "https://shop.example.de"}, id="mapping-key-less-than"),
+        pytest.param({"shop.example.de/x": "https://shop.example.de"}, id="mapping-key-with-a-path"),
+        pytest.param({"shop.example.de": "https://a<b.example"}, id="mapping-url-less-than"),
+    ],
+)
+def test_allow_listed_host_xml_or_uris_cannot_carry_is_refused(hosts: object) -> None:
+    with pytest.raises(ConfigurationError):
+        Sites(BASE, hosts)  # type: ignore[arg-type]
+
+
+@PROPERTY
+@given(host=_host_text)
+def test_any_allow_listed_host_is_refused_or_valid_in_xml(host: str) -> None:
+    for hosts in ([host], {host: f"https://{host}"}):
+        try:
+            sites = Sites(BASE, hosts)
+        except ConfigurationError:
+            continue
+        for site in sites.all:
+            assert_root_is_a_valid_url_in_xml(site)
+
+
+@PROPERTY
+@given(host=valid_hosts)
+def test_any_unreserved_allow_listed_host_is_accepted(host: str) -> None:
+    sites = Sites(BASE + "/shop", [host])
+    assert sites.pick({"host": host}) == Site("https", host.lower(), "/shop")
