@@ -9,6 +9,7 @@ Nothing here touches a socket, an environ or a scope; adapters translate to and 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Container
 from dataclasses import dataclass
 from functools import lru_cache
@@ -98,11 +99,19 @@ class Validators:
         return out
 
 
-def not_modified(validators: Validators, if_none_match: str | None, if_modified_since: str | None) -> bool:
+def not_modified(
+    validators: Validators,
+    if_none_match: str | None,
+    if_modified_since: str | None,
+    *,
+    now: float | None = None,
+) -> bool:
     """RFC 9110 §13.2.2: should a GET or HEAD be answered 304?
 
     If-None-Match, when present, decides alone (weak comparison, §13.1.2) and
-    If-Modified-Since is then ignored; a malformed date is ignored (§13.1.3).
+    If-Modified-Since is then ignored; a malformed date is ignored, and so is one later
+    than ``now`` (§13.1.3), our clock in epoch seconds: pass it to keep the call pure;
+    ``None`` reads ``time.time()``.
     """
     if if_none_match:
         if validators.etag is None:
@@ -112,8 +121,14 @@ def not_modified(validators: Validators, if_none_match: str | None, if_modified_
         return _etags(if_none_match).contains_weak(validators.etag[1:-1])  # ours are all '"…"'
     if if_modified_since and validators.last_modified is not None:
         since = parse_date(if_modified_since)
+        if since is None:
+            return False
+        timestamp = since.timestamp()
+        # RFC 9110 §13.1.3: a date later than our clock proves nothing about our copy.
+        if timestamp > (time.time() if now is None else now):
+            return False
         # HTTP dates have no fraction: last_modified is whole seconds already.
-        return since is not None and validators.last_modified <= since.timestamp()
+        return validators.last_modified <= timestamp
     return False
 
 

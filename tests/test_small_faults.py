@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Callable
+from datetime import UTC
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
+from werkzeug.http import http_date, parse_date
 
 from sitemap_middleware import ConfigurationError, EntryError, Sitemaps, Url
+from sitemap_middleware._http import Validators, not_modified
 from sitemap_middleware.entries import Normaliser
 from sitemap_middleware.sites import Sites
 from sitemap_middleware.stats import Stats
@@ -214,3 +218,42 @@ def test_any_allow_listed_host_is_refused_or_valid_in_xml(host: str) -> None:
 def test_any_unreserved_allow_listed_host_is_accepted(host: str) -> None:
     sites = Sites(BASE + "/shop", [host])
     assert sites.pick({"host": host}) == Site("https", host.lower(), "/shop")
+
+
+# -- If-Modified-Since from the future -----------------------------------------------------------
+
+NOW = 1_717_200_000.0  # 2024-06-01T00:00:00Z
+DAY = 86_400
+LAST_MODIFIED = Validators(None, int(NOW) - DAY)
+
+
+@pytest.mark.parametrize(
+    ("since", "expected"),
+    [
+        pytest.param(NOW + DAY, False, id="a-day-ahead-ignored"),
+        pytest.param(NOW + 1, False, id="a-second-ahead-ignored"),
+        pytest.param(NOW, True, id="now-compared"),
+        pytest.param(NOW - DAY, True, id="equal-to-last-modified"),
+        pytest.param(NOW - DAY - 1, False, id="before-last-modified"),
+    ],
+)
+def test_if_modified_since_later_than_now_is_ignored(since: float, expected: bool) -> None:
+    # RFC 9110 §13.1.3: a recipient must ignore a date later than its own clock's.
+    assert not_modified(LAST_MODIFIED, None, http_date(since), now=NOW) is expected
+
+
+def test_if_modified_since_is_checked_against_the_real_clock_by_default() -> None:
+    tomorrow = http_date(time.time() + DAY)
+    assert not not_modified(Validators(None, int(time.time()) - DAY), None, tomorrow)
+
+
+def test_if_none_match_ignores_the_clock() -> None:
+    assert not_modified(Validators('"a"', int(NOW)), '"a"', http_date(NOW + DAY), now=NOW)
+
+
+@PROPERTY
+@given(header=st.one_of(st.text(), st.datetimes().map(lambda d: http_date(d.replace(tzinfo=UTC)))))
+def test_any_if_modified_since_gives_an_answer_and_a_future_one_never_304(header: str) -> None:
+    answer = not_modified(LAST_MODIFIED, None, header, now=NOW)
+    since = parse_date(header)
+    assert answer is (since is not None and LAST_MODIFIED.last_modified <= since.timestamp() <= NOW)
