@@ -17,7 +17,7 @@ from typing import Literal
 
 from werkzeug.http import http_date, parse_accept_header, parse_date, parse_etags
 
-from .uris import quote_uri
+from .uris import quote_uri, remove_dot_segments
 
 __all__ = ["Route", "Validators", "accepts_gzip", "match_route", "mount_prefix", "not_modified"]
 
@@ -79,8 +79,13 @@ def accepts_gzip(accept_encoding: str | None) -> bool:
 
 @lru_cache(maxsize=64)
 def mount_prefix(script_name: str) -> str:
-    """SCRIPT_NAME / root_path as the URI path our emitted URLs start with."""
-    return quote_uri(script_name.rstrip("/"))
+    """SCRIPT_NAME / root_path as the URI path our emitted URLs start with.
+
+    Both are decoded paths: a "?" or "#" in them is data, so it is escaped, and their
+    dot-segments are removed (RFC 3986 §5.2.4) as a client would before asking.
+    """
+    path = quote_uri(script_name).replace("?", "%3F").replace("#", "%23")
+    return (remove_dot_segments(path) if path.startswith("/") else path).rstrip("/")
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ Every URL we emit starts with the configured site's root, in one canonical spell
     site = Site.parse("https://Shop.Example:443/store/")
     site.root                                # 'https://shop.example/store'
     quote_uri("/p/caf\u00e9?a=1")            # '/p/caf%C3%A9?a=1'
+    remove_dot_segments("/a/../b?c=/..")     # '/b?c=/..'
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from urllib.parse import quote, urlsplit
 
 from .errors import ConfigurationError
 
-__all__ = ["Site", "canonical_host", "quote_uri"]
+__all__ = ["Site", "canonical_host", "quote_uri", "remove_dot_segments"]
 
 # Characters RFC 3986 allows after the authority (unreserved, reserved and '%'); anything
 # else is quoted. Not "[" and "]": §3.2.2 keeps them for an IP literal host, and nothing
@@ -29,6 +30,9 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 # literal in brackets; then an optional port. Sub-delims and %-escapes are legal in a reg-name
 # but name no host DNS can resolve, and "&", "'" or "<" there would break the XML we write.
 _CANONICAL_HOST = re.compile(r"(?:[a-z0-9\-._~]+|\[[0-9a-f:.]+\])(?::[0-9]+)?")
+# RFC 3986 §2.3: "%2E" is ".", so "%2e%2E" is as much a dot-segment as ".." (browsers agree).
+_DOT = frozenset({".", "%2e"})
+_DOT_DOT = frozenset({"..", ".%2e", "%2e.", "%2e%2e"})
 # urlsplit silently drops tabs and newlines and strips leading spaces: refuse them instead.
 _CONTROL_OR_SPACE = re.compile(r"[\x00-\x20\x7f-\x9f]")
 
@@ -68,7 +72,7 @@ class Site:
             _check_host(host, parts.netloc)
         except (ValueError, UnicodeError) as exc:
             raise ConfigurationError(f"invalid base_url {base_url!r}: {exc}") from None
-        path = quote_uri(parts.path.rstrip("/"))
+        path = remove_dot_segments(quote_uri(parts.path)).rstrip("/")
         return cls(scheme, host, path)
 
 
@@ -101,3 +105,26 @@ def quote_uri(text: str) -> str:
     quoted = _STRAY_PERCENT.sub("%25", quote(text, safe=_URI_SAFE))
     head, mark, fragment = quoted.partition("#")
     return head + mark + fragment.replace("#", "%23")
+
+
+def remove_dot_segments(target: str) -> str:
+    """RFC 3986 §5.2.4 on the path of ``target``, an absolute path with an optional query.
+
+    ``/a/../b`` is ``/b``, ``/a/.`` is ``/a/``; ``..`` never climbs above ``/``. The
+    query is kept as it is: dots there are data.
+    """
+    path, mark, query = target.partition("?")
+    if "." not in path and "%2" not in path:
+        return target  # the common case: nothing that could be a dot-segment
+    segments = path.split("/")[1:]
+    kept: list[str] = []
+    for segment in segments:
+        lowered = segment.lower()
+        if lowered in _DOT_DOT:
+            if kept:
+                kept.pop()
+        elif lowered not in _DOT:
+            kept.append(segment)
+    if segments and (segments[-1].lower() in _DOT or segments[-1].lower() in _DOT_DOT):
+        kept.append("")  # "/a/b/.." names the directory "/a/", not the file "/a"
+    return "/" + "/".join(kept) + mark + query

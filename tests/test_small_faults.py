@@ -15,11 +15,11 @@ from lxml import etree
 from werkzeug.http import http_date, parse_date
 
 from sitemap_middleware import ConfigurationError, EntryError, Sitemaps, Url
-from sitemap_middleware._http import Validators, not_modified
+from sitemap_middleware._http import Validators, mount_prefix, not_modified
 from sitemap_middleware.entries import Normaliser
 from sitemap_middleware.sites import Sites
 from sitemap_middleware.stats import Stats
-from sitemap_middleware.uris import Site
+from sitemap_middleware.uris import Site, remove_dot_segments
 
 from .conftest import SitemapClient
 
@@ -257,3 +257,45 @@ def test_any_if_modified_since_gives_an_answer_and_a_future_one_never_304(header
     answer = not_modified(LAST_MODIFIED, None, header, now=NOW)
     since = parse_date(header)
     assert answer is (since is not None and LAST_MODIFIED.last_modified <= since.timestamp() <= NOW)
+
+
+# -- dot-segments and fragments outside locs ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("script_name", "prefix"),
+    [
+        pytest.param("", "", id="root"),
+        pytest.param("/shop/", "/shop", id="trailing-slash"),
+        pytest.param("/caf\u00e9 shop", "/caf%C3%A9%20shop", id="quoted"),
+        pytest.param("/a/../shop", "/shop", id="dot-dot"),
+        pytest.param("/shop/.", "/shop", id="trailing-dot"),
+        pytest.param("/a/..", "", id="dot-dot-to-the-root"),
+        pytest.param("/q?x#y", "/q%3Fx%23y", id="query-and-fragment-marks-are-data"),
+    ],
+)
+def test_mount_prefix_is_a_clean_uri_path(script_name: str, prefix: str) -> None:
+    assert mount_prefix(script_name) == prefix
+
+
+_DOT_SEGMENT = re.compile(r"(?:\.|%2e){1,2}", re.IGNORECASE)
+paths = st.lists(st.sampled_from(["/", ".", "..", "%2e", "%2E", "a", "b.", "%41"]), max_size=12).map(
+    lambda parts: "/" + "".join(parts)
+)
+
+
+@PROPERTY
+@given(path=paths, query=st.sampled_from(["", "?", "?x=/../y"]))
+def test_remove_dot_segments_leaves_none_and_keeps_the_query(path: str, query: str) -> None:
+    cleaned = remove_dot_segments(path + query)
+    cleaned_path, mark, cleaned_query = cleaned.partition("?")
+    assert cleaned_path.startswith("/")
+    assert not any(_DOT_SEGMENT.fullmatch(segment) for segment in cleaned_path.split("/"))
+    assert mark + cleaned_query == query
+    assert remove_dot_segments(cleaned) == cleaned
+
+
+def test_remove_dot_segments_follows_the_rfc_3986_examples() -> None:
+    # RFC 3986 §5.2.4's two worked examples.
+    assert remove_dot_segments("/a/b/c/./../../g") == "/a/g"
+    assert remove_dot_segments("/mid/content=5/../6") == "/mid/6"
