@@ -9,6 +9,7 @@ Nothing here touches a socket, an environ or a scope; adapters translate to and 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Container
 from dataclasses import dataclass
 from functools import lru_cache
@@ -16,7 +17,7 @@ from typing import Literal
 
 from werkzeug.http import http_date, parse_accept_header, parse_date, parse_etags
 
-from .uris import quote_uri
+from .uris import quote_uri, remove_dot_segments
 
 __all__ = ["Route", "Validators", "accepts_gzip", "match_route", "mount_prefix", "not_modified"]
 
@@ -78,8 +79,13 @@ def accepts_gzip(accept_encoding: str | None) -> bool:
 
 @lru_cache(maxsize=64)
 def mount_prefix(script_name: str) -> str:
-    """SCRIPT_NAME / root_path as the URI path our emitted URLs start with."""
-    return quote_uri(script_name.rstrip("/"))
+    """SCRIPT_NAME / root_path as the URI path our emitted URLs start with.
+
+    Both are decoded paths: a "?" or "#" in them is data, so it is escaped, and their
+    dot-segments are removed (RFC 3986 §5.2.4) as a client would before asking.
+    """
+    path = quote_uri(script_name).replace("?", "%3F").replace("#", "%23")
+    return (remove_dot_segments(path) if path.startswith("/") else path).rstrip("/")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,11 +104,19 @@ class Validators:
         return out
 
 
-def not_modified(validators: Validators, if_none_match: str | None, if_modified_since: str | None) -> bool:
+def not_modified(
+    validators: Validators,
+    if_none_match: str | None,
+    if_modified_since: str | None,
+    *,
+    now: float | None = None,
+) -> bool:
     """RFC 9110 §13.2.2: should a GET or HEAD be answered 304?
 
     If-None-Match, when present, decides alone (weak comparison, §13.1.2) and
-    If-Modified-Since is then ignored; a malformed date is ignored (§13.1.3).
+    If-Modified-Since is then ignored; a malformed date is ignored, and so is one later
+    than ``now`` (§13.1.3), our clock in epoch seconds: pass it to keep the call pure;
+    ``None`` reads ``time.time()``.
     """
     if if_none_match:
         if validators.etag is None:
@@ -112,8 +126,14 @@ def not_modified(validators: Validators, if_none_match: str | None, if_modified_
         return _etags(if_none_match).contains_weak(validators.etag[1:-1])  # ours are all '"…"'
     if if_modified_since and validators.last_modified is not None:
         since = parse_date(if_modified_since)
+        if since is None:
+            return False
+        timestamp = since.timestamp()
+        # RFC 9110 §13.1.3: a date later than our clock proves nothing about our copy.
+        if timestamp > (time.time() if now is None else now):
+            return False
         # HTTP dates have no fraction: last_modified is whole seconds already.
-        return since is not None and validators.last_modified <= since.timestamp()
+        return validators.last_modified <= timestamp
     return False
 
 

@@ -49,10 +49,10 @@ class Sites:
         self._by_host[_host_key(self.default.host)] = self.default
         if isinstance(hosts, Mapping):
             for host, url in hosts.items():
-                self._by_host[_host_key(host)] = Site.parse(url)
+                self._by_host[_host_key(_listed(host))] = Site.parse(url)
         else:
             for host in hosts:
-                site = Site.parse(f"{self.default.scheme}://{host}{self.default.path}")
+                site = Site.parse(f"{self.default.scheme}://{_listed(host)}{self.default.path}")
                 self._by_host[_host_key(host)] = site
 
     @property
@@ -77,6 +77,19 @@ class Sites:
         if site is not None:
             return site
         return None if self.reject_unknown else self.default
+
+
+def _listed(host: object) -> str:
+    """An allow-listed host, checked as `Site.parse` checks base_url's: a name and a port, no more."""
+    problem = f"invalid host {host!r} in hosts: expected a name or an IP address, and an optional :port"
+    # "shop.example.de/x" would otherwise become a host and a path, and never match a Host header.
+    if not isinstance(host, str) or any(char in host for char in "/?#@"):
+        raise ConfigurationError(problem)
+    try:
+        Site.parse(f"http://{host}")
+    except ConfigurationError:
+        raise ConfigurationError(problem) from None
+    return host
 
 
 def _host_key(host: str) -> str:

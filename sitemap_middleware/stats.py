@@ -19,6 +19,10 @@ __all__ = ["Stats", "logger"]
 
 logger = logging.getLogger("sitemap_middleware")
 
+# Characters of an entry or an error a log line may quote: a 5 MB lastmod from a broken
+# export must not become a 5 MB log record (or a 5 MB argument a JSON handler serialises).
+QUOTE_LIMIT = 200
+
 
 class Stats:
     """Thread-safe counters keyed by section (``""`` for the index and robots.txt)."""
@@ -35,13 +39,19 @@ class Stats:
             counter[name] += amount
 
     def skip(self, section: str, error: EntryError, raw: object) -> None:
-        """Record and log one skipped entry, with its section and the reason."""
+        """Record and log one skipped entry, with its section and the reason.
+
+        The entry and the error's detail (which quotes the bad value) are cut to
+        `QUOTE_LIMIT` characters before they reach the record; the reason never is.
+        """
         self.count(section, f"skipped:{error.reason}")
+        if not logger.isEnabledFor(logging.WARNING):
+            return  # the quoting below costs a repr() of the entry
         logger.warning(
-            "sitemap section %r: skipped entry %.200r: %s",
+            "sitemap section %r: skipped entry %s: %s",
             section,
-            raw,
-            error,
+            _cap(repr(raw)),
+            f"{error.reason}: {_cap(error.detail)}" if error.detail else error.reason,
             extra={"sitemap_section": section, "sitemap_reason": error.reason},
         )
 
@@ -49,3 +59,10 @@ class Stats:
         """A copy of every counter, safe to serialise."""
         with self._lock:
             return {section: dict(counter) for section, counter in self._counters.items()}
+
+
+def _cap(text: str) -> str:
+    """``text``, or its head and how much was cut when it is over `QUOTE_LIMIT`."""
+    if len(text) <= QUOTE_LIMIT:
+        return text
+    return f"{text[:QUOTE_LIMIT]}... ({len(text) - QUOTE_LIMIT} more characters)"

@@ -75,12 +75,67 @@ def rfc3986_on_origin(origin: str) -> re.Pattern[str]:
         pytest.param("/a<b>", f"{BASE}/a%3Cb%3E", id="angle-brackets-percent-encoded"),
         pytest.param('/say-"hi"', f"{BASE}/say-%22hi%22", id="double-quote-percent-encoded"),
         pytest.param("/a?x[]=1", f"{BASE}/a?x%5B%5D=1", id="square-brackets-percent-encoded"),
-        pytest.param("/a#b#c", f"{BASE}/a#b%23c", id="second-hash-percent-encoded"),
+        pytest.param("/a#b#c", f"{BASE}/a", id="fragment-with-a-second-hash-dropped"),
         pytest.param("/a?x=1&y=2", f"{BASE}/a?x=1&amp;y=2", id="ampersand-xml-escaped"),
     ],
 )
 def test_loc_is_made_absolute_and_canonical(raw: str, expected: str) -> None:
     assert normaliser().loc(raw) == expected
+
+
+# RFC 3986 §5.2.4 (remove_dot_segments) and §3.5: a loc names a resource, never a part of one.
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        pytest.param("/a/../b", f"{BASE}/b", id="dot-dot"),
+        pytest.param("/a/./b", f"{BASE}/a/b", id="dot"),
+        pytest.param("/a/b/..", f"{BASE}/a/", id="trailing-dot-dot-keeps-the-slash"),
+        pytest.param("/a/.", f"{BASE}/a/", id="trailing-dot-keeps-the-slash"),
+        pytest.param("/../../a", f"{BASE}/a", id="dot-dot-above-the-root"),
+        pytest.param("/a/b/c/./../../g", f"{BASE}/a/g", id="rfc3986-5.4.2-example"),
+        pytest.param("/a//../b", f"{BASE}/a/b", id="dot-dot-after-an-empty-segment"),
+        pytest.param("/a/%2e%2E/b", f"{BASE}/b", id="percent-encoded-dot-dot"),
+        pytest.param("/a/.%2e/b", f"{BASE}/b", id="half-encoded-dot-dot"),
+        pytest.param("/a/%2E/b", f"{BASE}/a/b", id="percent-encoded-dot"),
+        pytest.param("/a/..?next=/../x", f"{BASE}/?next=/../x", id="query-kept-as-is"),
+        pytest.param("p/../q", f"{BASE}/q", id="relative-without-slash"),
+        pytest.param(f"{BASE}/a/../b", f"{BASE}/b", id="absolute"),
+        pytest.param("//shop.example/a/./b", f"{BASE}/a/b", id="protocol-relative"),
+        pytest.param("HTTPS://SHOP.EXAMPLE/a/../b", f"{BASE}/b", id="absolute-needing-canonical-host"),
+        pytest.param("/caf\u00e9/../b", f"{BASE}/b", id="with-quoting"),
+        pytest.param("/.well-known/a", f"{BASE}/.well-known/a", id="dot-prefixed-name-kept"),
+        pytest.param("/a/.../b", f"{BASE}/a/.../b", id="three-dots-kept"),
+        pytest.param("/a/..b/c.", f"{BASE}/a/..b/c.", id="dots-inside-names-kept"),
+        pytest.param("/a#b", f"{BASE}/a", id="fragment-dropped"),
+        pytest.param("/a?x=1#top", f"{BASE}/a?x=1", id="fragment-after-query-dropped"),
+        pytest.param(f"{BASE}/a#b", f"{BASE}/a", id="absolute-fragment-dropped"),
+        pytest.param(f"{BASE}#b", f"{BASE}/", id="origin-fragment-dropped"),
+        pytest.param("#top", f"{BASE}/", id="fragment-only-is-the-root"),
+        pytest.param("/a#", f"{BASE}/a", id="empty-fragment-dropped"),
+    ],
+)
+def test_loc_loses_dot_segments_and_fragment(raw: str, expected: str) -> None:
+    assert normaliser().loc(raw) == expected
+    assert normaliser()(Url(raw)).loc == expected
+    assert (
+        normaliser()
+        .element(Url(raw, lastmod=datetime(2024, 5, 1, tzinfo=UTC)))[0]
+        .startswith(f"<url><loc>{expected}</loc>")
+    )
+
+
+def test_hashbang_loc_is_rejected_rather_than_collapsed_onto_the_page() -> None:
+    # "/#!/p/1" and "/#!/p/2" are different views of an AJAX app: dropping the fragment
+    # would list "/" once per view, so the entry is skipped with its reason instead.
+    assert reason_of(normaliser().loc, "/#!/p/1") == "invalid loc"
+
+
+def test_dot_dot_in_a_relative_loc_stays_under_base_url() -> None:
+    assert normaliser("https://shop.example/de").loc("/../x") == f"{BASE}/de/x"
+
+
+def test_base_url_loses_its_dot_segments() -> None:
+    assert Site.parse("https://shop.example/de/../fr/./x/").root == f"{BASE}/fr/x"
 
 
 @pytest.mark.parametrize(
@@ -568,3 +623,23 @@ def test_priority_is_accepted_exactly_when_between_zero_and_one(value: float | D
     entry = normaliser()(url)
     assert re.fullmatch(r"[01]\.\d{1,3}", entry.priority or "")
     assert abs(Decimal(entry.priority or "") - Decimal(value)) <= Decimal("0.0005")
+
+
+_DOT_SEGMENT = re.compile(r"(?:\.|%2e){1,2}", re.IGNORECASE)
+dotted_locs = st.lists(
+    st.sampled_from(["/", ".", "..", "%2e", "%2E.", "a", "#", "#!", "?", "\u00e9", "//"]), max_size=12
+).map("".join)
+
+
+@PROPERTY
+@given(base_url=st.sampled_from(SITES), raw=st.one_of(loc_texts, dotted_locs))
+def test_no_emitted_loc_has_a_fragment_or_a_dot_segment(base_url: str, raw: str) -> None:
+    normalise = normaliser(base_url)
+    try:
+        loc = normalise(raw).loc
+    except EntryError:
+        return
+    assert "#" not in loc
+    path = loc[len(normalise.site.origin) :].partition("?")[0]
+    assert not any(_DOT_SEGMENT.fullmatch(segment) for segment in path.split("/")), loc
+    assert normalise.element(Url(raw))[0] == url_element(normalise(raw))
