@@ -38,7 +38,7 @@ from .headers import DocumentHeaders, HeaderPolicy, is_not_modified, representat
 from .providers import AsyncRunner, Section
 from .replies import Origin, Reply, Request, early, plain, unavailable
 from .resources import Resource, Resources, version_etag
-from .robots import default_robots, merge_robots
+from .robots import merged_robots
 from .stats import Stats, logger
 
 __all__ = ["Service"]
@@ -336,14 +336,11 @@ class Service:
         when we cannot merge into it). Never stored: the app's answer may depend on
         anything in the request (its Host, a cookie), and one client's answer must
         never reach another."""
-        names = {name.lower(): value.lower() for name, value in app.headers}
-        if "content-encoding" in names or app.status not in (200, 404):
+        merged = merged_robots(app.status, app.headers, app.body, [self.index_url(request.prefix)])
+        if merged is None:
             return Reply(app.status, app.headers, b"" if request.method == "HEAD" else app.body)
-        if app.status == 200:
-            merged = merge_robots(app.body, self.index_url(request.prefix))
-        else:
-            merged = default_robots(self.index_url(request.prefix))
-        return plain(200, merged)
+        headers = [("Content-Type", merged.content_type), ("Content-Length", str(len(merged.body)))]
+        return Reply(200, headers, merged.body)
 
 
 def _perform_here(run_async: AsyncRunner, step: Step) -> Any:

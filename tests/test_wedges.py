@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import anyio
-import pytest
 from werkzeug.test import Client
 
 from sitemap_middleware import Sitemaps
