@@ -1,4 +1,8 @@
-"""Shared fixtures: one `client` that runs every HTTP behaviour on both adapters."""
+"""Shared fixtures: one `client` that runs every HTTP behaviour on both adapters.
+
+Also the report of schema steps skipped (`tests.xsd.validate` without the official XSDs):
+each test that skipped one says so in its report, and the run's summary counts them.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +19,10 @@ from werkzeug.datastructures import Headers
 from werkzeug.test import Client as WerkzeugClient
 
 from sitemap_middleware import Sitemaps
+
+from . import xsd
+
+SCHEMA_SKIPPED = "schema validation skipped"  # a report's user property: (name, reason)
 
 
 @dataclass
@@ -114,3 +122,29 @@ def make_client(request: pytest.FixtureRequest) -> Iterator[Callable[..., Sitema
     yield make
     for client in made:
         client.close()
+
+
+# -- schema steps skipped without the official XSDs --------------------------------------------------
+
+_unvalidated: set[str] = set()  # node ids of the tests whose schema step was skipped
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
+    report: pytest.TestReport = yield
+    if xsd.take_steps_skipped():  # during this phase (setup, call or teardown) of this test
+        report.user_properties.append((SCHEMA_SKIPPED, xsd.SKIP_REASON))
+    return report
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # Runs where reports are gathered: with xdist, on the controller (user properties travel).
+    if any(name == SCHEMA_SKIPPED for name, _ in report.user_properties):
+        _unvalidated.add(report.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _unvalidated:
+        terminalreporter.write_sep(
+            "-", f"schema validation skipped in {len(_unvalidated)} tests: {xsd.SKIP_REASON}"
+        )
