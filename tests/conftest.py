@@ -1,17 +1,21 @@
 """Shared fixtures: one `client` that runs every HTTP behaviour on both adapters.
 
-Also the report of schema steps skipped (`tests.xsd.validate` without the official XSDs):
-each test that skipped one says so in its report, and the run's summary counts them.
+Also the ways a test waits for something to happen (`wait_until`, `await_until`: a flag or
+a counter under a deadline, never a bare sleep), and the report of schema steps skipped
+(`tests.xsd.validate` without the official XSDs): each test that skipped one says so in its
+report, and the run's summary counts them.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 from wsgiref.validate import validator
 
+import anyio
 import httpx2
 import pytest
 from starlette.testclient import TestClient
@@ -23,6 +27,8 @@ from sitemap_middleware import Sitemaps
 from . import xsd
 
 SCHEMA_SKIPPED = "schema validation skipped"  # a report's user property: (name, reason)
+WAIT = 10.0  # seconds: what a test waits for something to happen before it fails
+POLL = 0.002  # seconds between two looks at a flag or counter that has no event to wait on
 
 
 @dataclass
@@ -122,6 +128,36 @@ def make_client(request: pytest.FixtureRequest) -> Iterator[Callable[..., Sitema
     yield make
     for client in made:
         client.close()
+
+
+# -- waiting for something to happen ------------------------------------------------------------
+
+
+def counter(sitemaps: Sitemaps, section: str, name: str) -> int:
+    """One counter of ``sitemaps.stats`` (0 until first counted)."""
+    return sitemaps.stats.snapshot().get(section, {}).get(name, 0)
+
+
+def wait_until(condition: Callable[[], object], what: str, timeout: float = WAIT) -> None:
+    """Block until ``condition()`` is true (a flag or counter with no event to wait on).
+
+    Raises `AssertionError` naming ``what`` after ``timeout`` seconds, so a regression fails
+    instead of hanging; also inside a provider, where it becomes that render's error.
+    """
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still waiting after {timeout} s until {what}")
+        time.sleep(POLL)
+
+
+async def await_until(condition: Callable[[], object], what: str, timeout: float = WAIT) -> None:
+    """`wait_until` for a coroutine: the event loop runs while it waits."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still waiting after {timeout} s until {what}")
+        await anyio.sleep(POLL)
 
 
 # -- schema steps skipped without the official XSDs --------------------------------------------------

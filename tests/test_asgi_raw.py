@@ -11,6 +11,7 @@ import pytest
 
 from sitemap_middleware import Sitemaps
 
+from .conftest import await_until, counter
 from .xsd import locs, validate
 
 BASE = "https://shop.example"
@@ -300,7 +301,8 @@ def test_a_request_waiting_for_another_render_of_its_page_holds_no_slot() -> Non
             group.start_soon(app, http_scope("/sitemap-products-1.xml"), Receive(), leader)
             await leader.first_chunk.wait()  # slot 1: the leader streams page 1
             group.start_soon(app, http_scope("/sitemap-products-1.xml"), Receive(), follower)
-            await anyio.sleep(0.05)  # the follower finds the render in flight and waits for it
+            # The follower finds the render in flight and waits for it.
+            await await_until(lambda: counter(sitemaps, "products", "flight_waits"), "the follower waits")
             await app(http_scope("/sitemap-pages-1.xml"), Receive(), other)  # needs slot 2
             leader.resume.set()
 

@@ -13,7 +13,6 @@ import gzip
 import http.client
 import socket
 import threading
-import time
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -29,6 +28,7 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 from sitemap_middleware import Sitemaps
 
 from . import apps
+from .conftest import wait_until
 from .crawl import (
     BASE,
     PRODUCT_LOCS,
@@ -79,11 +79,8 @@ def uvicorn_serving(app: Any, root_path: str = "") -> Iterator[int]:
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
-        deadline = time.monotonic() + TIMEOUT
-        while not server.started:  # waiting for readiness, not measuring time
-            if not thread.is_alive() or time.monotonic() > deadline:
-                pytest.fail("uvicorn did not start")
-            time.sleep(0.01)
+        wait_until(lambda: server.started or not thread.is_alive(), "uvicorn has started", TIMEOUT)
+        assert server.started, "uvicorn did not start"
         yield sock.getsockname()[1]
     finally:
         server.should_exit = True
@@ -251,9 +248,7 @@ class Blocked:
 
     async def async_generator(self) -> AsyncIterator[str]:
         yield "/first"
-        deadline = time.monotonic() + 2 * TIMEOUT
-        while not self.release.is_set() and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)  # polls the loop-unfriendly Event without blocking the loop
+        await asyncio.to_thread(self.release.wait, 2 * TIMEOUT)  # the event loop runs meanwhile
         for n in range(SLOW_REST):
             yield f"/rest/{n}"
         self.finished.set()
