@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 from wsgiref.validate import validator
 
@@ -25,6 +26,9 @@ from werkzeug.test import Client as WerkzeugClient
 from sitemap_middleware import Sitemaps
 
 from . import xsd
+
+if TYPE_CHECKING:
+    from .servers import Server
 
 SCHEMA_SKIPPED = "schema validation skipped"  # a report's user property: (name, reason)
 WAIT = 10.0  # seconds: what a test waits for something to happen before it fails
@@ -128,6 +132,29 @@ def make_client(request: pytest.FixtureRequest) -> Iterator[Callable[..., Sitema
     yield make
     for client in made:
         client.close()
+
+
+@pytest.fixture(params=["uvicorn", "werkzeug", "werkzeug-helpers"])
+def serve(request: pytest.FixtureRequest) -> Iterator[Callable[[Sitemaps], Server]]:
+    """Start a real server for a `Sitemaps`: uvicorn + Starlette, or werkzeug + Flask (rendering
+    on the request thread, or with ``wsgi_helper_threads`` on helper threads)."""
+    # Imported here: servers.py imports this module, and only server tests need the frameworks.
+    from . import apps
+    from .servers import Server, uvicorn_serving, werkzeug_serving
+
+    with ExitStack() as stack:
+
+        def start(sitemaps: Sitemaps) -> Server:
+            if request.param == "uvicorn":
+                port = stack.enter_context(uvicorn_serving(sitemaps.asgi(apps.starlette_app())))
+                return Server(port, "starlette")
+            # Read when the middleware is built: the same Sitemaps, rendering on helpers.
+            sitemaps.wsgi_helper_threads = request.param == "werkzeug-helpers"
+            flask_app = apps.flask_app()
+            flask_app.wsgi_app = sitemaps.wsgi(flask_app.wsgi_app)  # type: ignore[method-assign]
+            return Server(stack.enter_context(werkzeug_serving(flask_app)), "flask")
+
+        yield start
 
 
 # -- waiting for something to happen ------------------------------------------------------------

@@ -211,7 +211,7 @@ def test_with_one_helper_a_request_for_a_page_in_flight_waits_on_its_own_thread(
 
 @pytest.mark.server
 def test_hung_sync_provider_behind_a_real_wsgi_server_gets_503_in_time(releasing):
-    from .test_servers import Server, werkzeug_serving
+    from .servers import Server, werkzeug_serving
 
     provider = Blocked(0)
     releasing.append(provider)
