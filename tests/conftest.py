@@ -134,6 +134,65 @@ def make_client(request: pytest.FixtureRequest) -> Iterator[Callable[..., Sitema
         client.close()
 
 
+# -- providers and requests that several modules share ------------------------------------------
+
+BASE = "https://shop.example"
+NOW = 1_780_000_000.0  # the fake wall clock of `build`: Last-Modified of everything it renders
+
+
+class Catalogue:
+    """A generator provider over mutable data that counts its calls and the URLs it yielded,
+    and records whether it was closed before its end."""
+
+    def __init__(self, count: int = 5) -> None:
+        self.paths = [f"/p/{n}" for n in range(count)]
+        self.calls = 0
+        self.yielded = 0
+        self.closed = False
+
+    def __call__(self) -> Iterator[str]:
+        self.calls += 1
+        try:
+            for path in list(self.paths):
+                self.yielded += 1
+                yield path
+        except GeneratorExit:
+            self.closed = True
+            raise
+
+
+def build(catalogue: Catalogue | None = None, **options: Any) -> tuple[Sitemaps, Catalogue]:
+    """A `Sitemaps` on `BASE` at the fixed clock `NOW`, serving ``catalogue`` as ``products``."""
+    catalogue = catalogue or Catalogue()
+    options.setdefault("clock", lambda: NOW)
+    sitemaps = Sitemaps(base_url=BASE, **options)
+    sitemaps.add_provider("products", catalogue)
+    return sitemaps, catalogue
+
+
+def http_scope(
+    path: str, root_path: str = "", method: str = "GET", headers: tuple[tuple[bytes, bytes], ...] = ()
+) -> dict[str, Any]:
+    """A hand-built ASGI ``http`` scope for ``https://shop.example`` (``headers`` after Host)."""
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "https",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": root_path,
+        "query_string": b"",
+        "headers": [(b"host", b"shop.example"), *headers],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 443),
+    }
+
+
+# -- real servers ----------------------------------------------------------------------------------
+
+
 @pytest.fixture(params=["uvicorn", "werkzeug", "werkzeug-helpers"])
 def serve(request: pytest.FixtureRequest) -> Iterator[Callable[[Sitemaps], Server]]:
     """Start a real server for a `Sitemaps`: uvicorn + Starlette, or werkzeug + Flask (rendering

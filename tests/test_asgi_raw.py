@@ -11,7 +11,7 @@ import pytest
 
 from sitemap_middleware import Sitemaps
 
-from .conftest import await_until, counter
+from .conftest import await_until, counter, http_scope
 from .xsd import locs, validate
 
 BASE = "https://shop.example"
@@ -65,23 +65,6 @@ class Receive:
             return {"type": "http.request", "body": b"", "more_body": False}
         await anyio.sleep_forever()  # the client stays until the response is complete
         raise AssertionError("unreachable")
-
-
-def http_scope(path: str, root_path: str = "", method: str = "GET") -> dict[str, Any]:
-    return {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": method,
-        "scheme": "https",
-        "path": path,
-        "raw_path": path.encode(),
-        "root_path": root_path,
-        "query_string": b"",
-        "headers": [(b"host", b"shop.example")],
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 443),
-    }
 
 
 def run(app: Any, scope: dict[str, Any], send: Any, receive: Any = None) -> None:

@@ -18,32 +18,11 @@ from werkzeug.test import Client as WerkzeugClient
 from sitemap_middleware import ProviderError, Sitemaps
 from sitemap_middleware.cache import MemoryStore
 
-from .conftest import counter, plain_asgi_app, plain_wsgi_app, wait_until
+from .conftest import NOW, Catalogue, build, counter, plain_asgi_app, plain_wsgi_app, wait_until
 from .xsd import locs, validate
 
 BASE = "https://shop.example"
 PAGE = "/sitemap-products-1.xml"
-NOW = 1_780_000_000.0  # the fake wall clock: Last-Modified of everything rendered here
-
-
-class Catalogue:
-    """A provider over mutable data that counts how often it is called."""
-
-    def __init__(self, count: int = 5) -> None:
-        self.paths = [f"/p/{n}" for n in range(count)]
-        self.calls = 0
-
-    def __call__(self) -> Iterator[str]:
-        self.calls += 1
-        yield from list(self.paths)
-
-
-def build(catalogue: Catalogue | None = None, **options: Any) -> tuple[Sitemaps, Catalogue]:
-    catalogue = catalogue or Catalogue()
-    options.setdefault("clock", lambda: NOW)
-    sitemaps = Sitemaps(base_url=BASE, **options)
-    sitemaps.add_provider("products", catalogue)
-    return sitemaps, catalogue
 
 
 def http_date(epoch: float) -> str:

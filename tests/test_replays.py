@@ -19,9 +19,10 @@ from sitemap_middleware import Sitemaps
 from sitemap_middleware.cache import Document, MemoryStore
 from sitemap_middleware.replays import Replays
 
-from .conftest import plain_wsgi_app
-from .test_caching import BASE, NOW, PAGE, Catalogue, build
+from .conftest import BASE, NOW, Catalogue, build, plain_wsgi_app
 from .xsd import locs, validate
+
+PAGE = "/sitemap-products-1.xml"
 
 
 def warm(client: Any, path: str = PAGE, headers: dict[str, str] | None = None) -> str:
