@@ -1,9 +1,12 @@
-"""Shared fixtures: one `client` that runs every HTTP behaviour on both adapters.
+"""What several test modules share: fixtures, providers, waiting, and the schema-skip report.
 
-Also the ways a test waits for something to happen (`wait_until`, `await_until`: a flag or
-a counter under a deadline, never a bare sleep), and the report of schema steps skipped
-(`tests.xsd.validate` without the official XSDs): each test that skipped one says so in its
-report, and the run's summary counts them.
+- `make_client` runs every HTTP behaviour on both adapters; `serve` starts a real server
+  (`tests.servers`) in front of a real app.
+- `Catalogue` (a counting provider) and `build`; `http_scope` for hand-built ASGI requests.
+- `wait_until` / `await_until`: a flag or a counter under a deadline, never a bare sleep;
+  `counter` reads one of ``sitemaps.stats``.
+- Without the official XSDs (`tests.xsd.validate`), each test whose schema step was skipped
+  says so in its report, and the run's summary counts them.
 """
 
 from __future__ import annotations
