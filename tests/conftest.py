@@ -1,13 +1,25 @@
-"""Shared fixtures: one `client` that runs every HTTP behaviour on both adapters."""
+"""What several test modules share: fixtures, providers, waiting, and the schema-skip report.
+
+- `make_client` runs every HTTP behaviour on both adapters; `serve` starts a real server
+  (`tests.servers`) in front of a real app.
+- `Catalogue` (a counting provider) and `build`; `http_scope` for hand-built ASGI requests.
+- `wait_until` / `await_until`: a flag or a counter under a deadline, never a bare sleep;
+  `counter` reads one of ``sitemaps.stats``.
+- Without the official XSDs (`tests.xsd.validate`), each test whose schema step was skipped
+  says so in its report, and the run's summary counts them.
+"""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 from wsgiref.validate import validator
 
+import anyio
 import httpx2
 import pytest
 from starlette.testclient import TestClient
@@ -15,6 +27,15 @@ from werkzeug.datastructures import Headers
 from werkzeug.test import Client as WerkzeugClient
 
 from sitemap_middleware import Sitemaps
+
+from . import xsd
+
+if TYPE_CHECKING:
+    from .servers import Server
+
+SCHEMA_SKIPPED = "schema validation skipped"  # a report's user property: (name, reason)
+WAIT = 10.0  # seconds: what a test waits for something to happen before it fails
+POLL = 0.002  # seconds between two looks at a flag or counter that has no event to wait on
 
 
 @dataclass
@@ -114,3 +135,140 @@ def make_client(request: pytest.FixtureRequest) -> Iterator[Callable[..., Sitema
     yield make
     for client in made:
         client.close()
+
+
+# -- providers and requests that several modules share ------------------------------------------
+
+BASE = "https://shop.example"
+NOW = 1_780_000_000.0  # the fake wall clock of `build`: Last-Modified of everything it renders
+
+
+class Catalogue:
+    """A generator provider over mutable data that counts its calls and the URLs it yielded,
+    and records whether it was closed before its end."""
+
+    def __init__(self, count: int = 5) -> None:
+        self.paths = [f"/p/{n}" for n in range(count)]
+        self.calls = 0
+        self.yielded = 0
+        self.closed = False
+
+    def __call__(self) -> Iterator[str]:
+        self.calls += 1
+        try:
+            for path in list(self.paths):
+                self.yielded += 1
+                yield path
+        except GeneratorExit:
+            self.closed = True
+            raise
+
+
+def build(catalogue: Catalogue | None = None, **options: Any) -> tuple[Sitemaps, Catalogue]:
+    """A `Sitemaps` on `BASE` at the fixed clock `NOW`, serving ``catalogue`` as ``products``."""
+    catalogue = catalogue or Catalogue()
+    options.setdefault("clock", lambda: NOW)
+    sitemaps = Sitemaps(base_url=BASE, **options)
+    sitemaps.add_provider("products", catalogue)
+    return sitemaps, catalogue
+
+
+def http_scope(
+    path: str, root_path: str = "", method: str = "GET", headers: tuple[tuple[bytes, bytes], ...] = ()
+) -> dict[str, Any]:
+    """A hand-built ASGI ``http`` scope for ``https://shop.example`` (``headers`` after Host)."""
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "https",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": root_path,
+        "query_string": b"",
+        "headers": [(b"host", b"shop.example"), *headers],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 443),
+    }
+
+
+# -- real servers ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["uvicorn", "werkzeug", "werkzeug-helpers"])
+def serve(request: pytest.FixtureRequest) -> Iterator[Callable[[Sitemaps], Server]]:
+    """Start a real server for a `Sitemaps`: uvicorn + Starlette, or werkzeug + Flask (rendering
+    on the request thread, or with ``helper_threads`` on helper threads)."""
+    # Imported here: servers.py imports this module, and only server tests need the frameworks.
+    from . import apps
+    from .servers import Server, uvicorn_serving, werkzeug_serving
+
+    with ExitStack() as stack:
+
+        def start(sitemaps: Sitemaps) -> Server:
+            if request.param == "uvicorn":
+                port = stack.enter_context(uvicorn_serving(sitemaps.asgi(apps.starlette_app())))
+                return Server(port, "starlette")
+            helpers = 4 if request.param == "werkzeug-helpers" else 0
+            flask_app = apps.flask_app()
+            flask_app.wsgi_app = sitemaps.wsgi(flask_app.wsgi_app, helper_threads=helpers)  # type: ignore[method-assign]
+            return Server(stack.enter_context(werkzeug_serving(flask_app)), "flask")
+
+        yield start
+
+
+# -- waiting for something to happen ------------------------------------------------------------
+
+
+def counter(sitemaps: Sitemaps, section: str, name: str) -> int:
+    """One counter of ``sitemaps.stats`` (0 until first counted)."""
+    return sitemaps.stats.snapshot().get(section, {}).get(name, 0)
+
+
+def wait_until(condition: Callable[[], object], what: str, timeout: float = WAIT) -> None:
+    """Block until ``condition()`` is true (a flag or counter with no event to wait on).
+
+    Raises `AssertionError` naming ``what`` after ``timeout`` seconds, so a regression fails
+    instead of hanging; also inside a provider, where it becomes that render's error.
+    """
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still waiting after {timeout} s until {what}")
+        time.sleep(POLL)
+
+
+async def await_until(condition: Callable[[], object], what: str, timeout: float = WAIT) -> None:
+    """`wait_until` for a coroutine: the event loop runs while it waits."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still waiting after {timeout} s until {what}")
+        await anyio.sleep(POLL)
+
+
+# -- schema steps skipped without the official XSDs --------------------------------------------------
+
+_unvalidated: set[str] = set()  # node ids of the tests whose schema step was skipped
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
+    report: pytest.TestReport = yield
+    if xsd.take_steps_skipped():  # during this phase (setup, call or teardown) of this test
+        report.user_properties.append((SCHEMA_SKIPPED, xsd.SKIP_REASON))
+    return report
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # Runs where reports are gathered: with xdist, on the controller (user properties travel).
+    if any(name == SCHEMA_SKIPPED for name, _ in report.user_properties):
+        _unvalidated.add(report.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _unvalidated:
+        terminalreporter.write_sep(
+            "-", f"schema validation skipped in {len(_unvalidated)} tests: {xsd.SKIP_REASON}"
+        )

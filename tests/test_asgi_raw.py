@@ -11,6 +11,7 @@ import pytest
 
 from sitemap_middleware import Sitemaps
 
+from .conftest import await_until, counter, http_scope
 from .xsd import locs, validate
 
 BASE = "https://shop.example"
@@ -64,23 +65,6 @@ class Receive:
             return {"type": "http.request", "body": b"", "more_body": False}
         await anyio.sleep_forever()  # the client stays until the response is complete
         raise AssertionError("unreachable")
-
-
-def http_scope(path: str, root_path: str = "", method: str = "GET") -> dict[str, Any]:
-    return {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": method,
-        "scheme": "https",
-        "path": path,
-        "raw_path": path.encode(),
-        "root_path": root_path,
-        "query_string": b"",
-        "headers": [(b"host", b"shop.example")],
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 443),
-    }
 
 
 def run(app: Any, scope: dict[str, Any], send: Any, receive: Any = None) -> None:
@@ -300,7 +284,8 @@ def test_a_request_waiting_for_another_render_of_its_page_holds_no_slot() -> Non
             group.start_soon(app, http_scope("/sitemap-products-1.xml"), Receive(), leader)
             await leader.first_chunk.wait()  # slot 1: the leader streams page 1
             group.start_soon(app, http_scope("/sitemap-products-1.xml"), Receive(), follower)
-            await anyio.sleep(0.05)  # the follower finds the render in flight and waits for it
+            # The follower finds the render in flight and waits for it.
+            await await_until(lambda: counter(sitemaps, "products", "flight_waits"), "the follower waits")
             await app(http_scope("/sitemap-pages-1.xml"), Receive(), other)  # needs slot 2
             leader.resume.set()
 

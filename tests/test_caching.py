@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import gzip
 import threading
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from email.utils import format_datetime
@@ -19,32 +18,11 @@ from werkzeug.test import Client as WerkzeugClient
 from sitemap_middleware import ProviderError, Sitemaps
 from sitemap_middleware.cache import MemoryStore
 
-from .conftest import plain_asgi_app, plain_wsgi_app
+from .conftest import NOW, Catalogue, build, counter, plain_asgi_app, plain_wsgi_app, wait_until
 from .xsd import locs, validate
 
 BASE = "https://shop.example"
 PAGE = "/sitemap-products-1.xml"
-NOW = 1_780_000_000.0  # the fake wall clock: Last-Modified of everything rendered here
-
-
-class Catalogue:
-    """A provider over mutable data that counts how often it is called."""
-
-    def __init__(self, count: int = 5) -> None:
-        self.paths = [f"/p/{n}" for n in range(count)]
-        self.calls = 0
-
-    def __call__(self) -> Iterator[str]:
-        self.calls += 1
-        yield from list(self.paths)
-
-
-def build(catalogue: Catalogue | None = None, **options: Any) -> tuple[Sitemaps, Catalogue]:
-    catalogue = catalogue or Catalogue()
-    options.setdefault("clock", lambda: NOW)
-    sitemaps = Sitemaps(base_url=BASE, **options)
-    sitemaps.add_provider("products", catalogue)
-    return sitemaps, catalogue
 
 
 def http_date(epoch: float) -> str:
@@ -304,13 +282,11 @@ class GatedCatalogue(Catalogue):
 
     def __call__(self) -> Iterator[str]:
         self.calls += 1
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            waits = self._sitemaps[0].stats.snapshot().get("products", {}).get("flight_waits", 0)
-            if waits >= self._followers:
-                break
-            time.sleep(0.005)
+        wait_until(self.followers_wait, f"{self._followers} requests wait for this render")
         yield from self.paths
+
+    def followers_wait(self) -> bool:
+        return counter(self._sitemaps[0], "products", "flight_waits") >= self._followers
 
 
 def gated(followers: int, **options: Any) -> tuple[Sitemaps, GatedCatalogue]:

@@ -13,7 +13,7 @@ from werkzeug.test import Client
 
 from sitemap_middleware import ConfigurationError, ProviderError, Sitemaps
 
-from .conftest import plain_wsgi_app
+from .conftest import counter, plain_wsgi_app, wait_until
 
 BASE = "https://shop.example"
 PAGE = "/sitemap-products-1.xml"
@@ -180,9 +180,11 @@ def test_with_one_helper_a_request_for_a_page_in_flight_waits_on_its_own_thread(
     provider = Blocked(200)
     releasing.append(provider)
     calls = []
+    rendering = threading.Event()
 
     def products() -> Iterator[str]:
         calls.append(1)
+        rendering.set()
         return provider()
 
     sitemaps = Sitemaps(base_url=BASE, provider_timeout=10)
@@ -195,12 +197,10 @@ def test_with_one_helper_a_request_for_a_page_in_flight_waits_on_its_own_thread(
 
     leader = threading.Thread(target=fetch, args=("leader",))
     leader.start()
-    while not calls:  # the leader's render has begun, its page is in flight
-        time.sleep(0.01)
+    assert rendering.wait(10)  # the leader's render has begun, its page is in flight
     follower = threading.Thread(target=fetch, args=("follower",))
     follower.start()
-    while not sitemaps.stats.snapshot()["products"].get("flight_waits"):
-        time.sleep(0.01)
+    wait_until(lambda: counter(sitemaps, "products", "flight_waits"), "the follower waits for the leader")
     provider.release.set()
     leader.join(10)
     follower.join(10)
@@ -211,7 +211,7 @@ def test_with_one_helper_a_request_for_a_page_in_flight_waits_on_its_own_thread(
 
 @pytest.mark.server
 def test_hung_sync_provider_behind_a_real_wsgi_server_gets_503_in_time(releasing):
-    from .test_servers import Server, werkzeug_serving
+    from .servers import Server, werkzeug_serving
 
     provider = Blocked(0)
     releasing.append(provider)

@@ -3,59 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
-from sitemap_middleware import Sitemaps
+from .conftest import Catalogue, build, http_scope, plain_asgi_app, plain_wsgi_app
 
-from .conftest import plain_asgi_app, plain_wsgi_app
-
-BASE = "https://shop.example"
 PAGE = "/sitemap-products-1.xml"
-
-
-class RecordingCatalogue:
-    """A generator provider that records how far it got and whether it was closed."""
-
-    def __init__(self, rows: int = 20_000) -> None:
-        self.rows = rows
-        self.calls = 0
-        self.yielded = 0
-        self.closed = False
-
-    def __call__(self) -> Iterator[str]:
-        self.calls += 1
-        try:
-            for n in range(self.rows):
-                self.yielded += 1
-                yield f"/p/{n}"
-        except GeneratorExit:
-            self.closed = True
-            raise
-
-
-def build(rows: int = 20_000) -> tuple[Sitemaps, RecordingCatalogue]:
-    catalogue = RecordingCatalogue(rows)
-    sitemaps = Sitemaps(base_url=BASE)
-    sitemaps.add_provider("products", catalogue)
-    return sitemaps, catalogue
-
-
-def http_scope(path: str) -> dict[str, Any]:
-    return {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "https",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(b"host", b"shop.example"), (b"accept-encoding", b"identity")],
-        "server": ("127.0.0.1", 443),
-        "client": ("127.0.0.1", 50000),
-    }
+IDENTITY = ((b"accept-encoding", b"identity"),)
+ROWS = 20_000
 
 
 def one_request_then(after: Any) -> Any:
@@ -87,7 +41,8 @@ async def fetch_then_disconnect(app: Any, path: str) -> list[dict[str, Any]]:
             first_body.set()
 
     await asyncio.wait_for(
-        app(http_scope(path), one_request_then(disconnect_after_first_body), send), timeout=30
+        app(http_scope(path, headers=IDENTITY), one_request_then(disconnect_after_first_body), send),
+        timeout=30,
     )
     return sent
 
@@ -102,18 +57,18 @@ async def fetch_whole(app: Any, path: str) -> tuple[list[tuple[bytes, bytes]], b
     async def send(message: dict[str, Any]) -> None:
         messages.append(message)
 
-    await app(http_scope(path), one_request_then(stay_connected), send)
+    await app(http_scope(path, headers=IDENTITY), one_request_then(stay_connected), send)
     headers = messages[0]["headers"]
     return headers, b"".join(m.get("body", b"") for m in messages[1:])
 
 
 def test_asgi_disconnect_closes_the_provider_and_caches_nothing():
-    sitemaps, catalogue = build()
+    sitemaps, catalogue = build(Catalogue(ROWS))
     app = sitemaps.asgi(plain_asgi_app)
     sent = asyncio.run(fetch_then_disconnect(app, PAGE))
     assert sent[0]["status"] == 200
     assert catalogue.closed
-    assert catalogue.yielded < catalogue.rows
+    assert catalogue.yielded < ROWS
     bodies = sent[1:]
     assert all(m.get("more_body") for m in bodies)  # the response was never completed
     assert not b"".join(m["body"] for m in bodies).endswith(b"</urlset>\n")
@@ -124,7 +79,7 @@ def test_asgi_disconnect_closes_the_provider_and_caches_nothing():
 
 
 def test_wsgi_close_mid_page_closes_the_provider_and_caches_nothing():
-    sitemaps, catalogue = build()
+    sitemaps, catalogue = build(Catalogue(ROWS))
     app = sitemaps.wsgi(plain_wsgi_app)
     environ = {
         "REQUEST_METHOD": "GET",
@@ -138,7 +93,7 @@ def test_wsgi_close_mid_page_closes_the_provider_and_caches_nothing():
     next(iter(body))
     body.close()  # what a WSGI server does when the client disconnects
     assert catalogue.closed
-    assert catalogue.yielded < catalogue.rows
+    assert catalogue.yielded < ROWS
     captured: list[Any] = []
     whole = b"".join(app(environ, lambda status, headers, exc_info=None: captured.append(headers)))
     assert "ETag" not in dict(captured[0])
@@ -147,7 +102,7 @@ def test_wsgi_close_mid_page_closes_the_provider_and_caches_nothing():
 
 
 def test_head_on_a_cold_huge_page_renders_only_what_existence_needs(make_client):
-    sitemaps, catalogue = build(rows=50_000)
+    sitemaps, catalogue = build(Catalogue(50_000))
     response = make_client(sitemaps).request("HEAD", PAGE)
     assert response.status == 200
     assert response.body == b""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+import string
 from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
@@ -596,6 +597,103 @@ def test_any_url_is_rejected_or_valid_in_a_urlset(
     else:
         # W3C Datetime with an explicit UTC offset whenever a time is given.
         assert re.fullmatch(r"\d{4}-\d\d-\d\d(T\d\d:\d\d:\d\d\+00:00)?", parsed_lastmod or "")
+
+
+# Known-valid input: the properties above say only that what is accepted is valid; these say
+# that valid input is always accepted, and served exactly as given.
+SITE_ROOTS = {  # each of SITES, as the root its relative locs are joined to
+    "https://shop.example": "https://shop.example",
+    "http://shop.example:8080": "http://shop.example:8080",
+    "https://b\u00fccher.example/de": "https://xn--bcher-kva.example/de",
+    "http://[::1]:8000": "http://[::1]:8000",
+}
+# RFC 3986 pchar: unreserved, sub-delims, ":" and "@", and valid (uppercase) percent-encodings.
+_pchars = st.one_of(
+    st.sampled_from(string.ascii_letters + string.digits + "-._~!$&'()*+,;=:@"),
+    st.sampled_from(["%2F", "%C3%A9", "%25", "%7E", "%20"]),
+)
+# "//" would begin an authority; "." and ".." are dot-segments, removed (RFC 3986 §5.2.4).
+_segments = st.lists(_pchars, min_size=1, max_size=12).map("".join).filter(lambda s: s not in {".", ".."})
+valid_paths = st.builds(
+    lambda segments, query: "/" + "/".join(segments) + query,
+    st.lists(_segments, max_size=5),
+    st.one_of(
+        st.just(""),
+        st.lists(st.one_of(_pchars, st.sampled_from("/?")), max_size=20)
+        .map("".join)
+        .map(lambda query: "?" + query),
+    ),
+)
+
+
+def _utc_text(moment: datetime) -> str:
+    """W3C Datetime of the second ``moment`` falls in, in UTC (naive: taken as UTC)."""
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC).replace(tzinfo=None)
+    return moment.replace(microsecond=0).isoformat() + "+00:00"
+
+
+# (value, the text served for it) pairs.
+valid_lastmods = st.one_of(
+    st.just((None, None)),
+    st.dates().map(lambda day: (day, day.isoformat())),
+    st.dates().map(lambda day: (day.isoformat(), day.isoformat())),
+    st.datetimes().map(lambda moment: (moment, _utc_text(moment))),
+    st.datetimes(min_value=datetime(2, 1, 1), max_value=datetime(9998, 12, 31), timezones=offsets).map(
+        lambda moment: (moment, _utc_text(moment))
+    ),
+)
+valid_changefreqs = st.one_of(
+    st.just((None, None)),
+    st.sampled_from(sorted(CHANGEFREQS)).flatmap(
+        lambda value: st.sampled_from([value, value.upper(), value.title()]).map(lambda raw: (raw, value))
+    ),
+)
+
+
+def _decimal_text(thousandths: int) -> str:
+    """``thousandths / 1000`` as a plain decimal, no trailing zeros but one: ``0.85``, ``1.0``."""
+    whole, fraction = divmod(thousandths, 1000)
+    return f"{whole}." + (f"{fraction:03d}".rstrip("0") or "0")
+
+
+_thousandths = st.integers(0, 1000)
+valid_priorities = st.one_of(
+    st.just((None, None)),
+    st.integers(0, 1).map(lambda value: (value, f"{value}.0")),
+    _thousandths.map(lambda n: (n / 1000, _decimal_text(n))),
+    _thousandths.map(lambda n: (Decimal(n) / 1000, _decimal_text(n))),
+)
+
+
+@PROPERTY
+@given(base_url=st.sampled_from(SITES), path=valid_paths)
+def test_any_valid_loc_is_accepted_and_served_as_given(base_url: str, path: str) -> None:
+    [loc] = locs(validate(urlset(normaliser(base_url)(path))))
+    assert loc == SITE_ROOTS[base_url] + path
+
+
+@PROPERTY
+@given(
+    base_url=st.sampled_from(SITES),
+    path=valid_paths,
+    lastmod=valid_lastmods,
+    changefreq=valid_changefreqs,
+    priority=valid_priorities,
+)
+def test_any_valid_url_is_accepted_and_served_exactly(
+    base_url: str,
+    path: str,
+    lastmod: tuple[Any, str | None],
+    changefreq: tuple[str | None, str | None],
+    priority: tuple[Any, str | None],
+) -> None:
+    url = Url(path, lastmod=lastmod[0], changefreq=changefreq[0], priority=priority[0])
+    [element] = validate(urlset(normaliser(base_url)(url)))
+    served = [
+        element.findtext(f"sm:{name}", namespaces=NS) for name in ("loc", "lastmod", "changefreq", "priority")
+    ]
+    assert served == [SITE_ROOTS[base_url] + path, lastmod[1], changefreq[1], priority[1]]
 
 
 @PROPERTY

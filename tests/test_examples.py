@@ -17,7 +17,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from types import ModuleType
 import pytest
 from starlette.testclient import TestClient
 
+from .conftest import wait_until
 from .crawl import crawl, provider_locs, robots_lines
 from .xsd import locs, validate
 
@@ -190,24 +190,28 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT).close()
+    except ConnectionRefusedError:
+        return False
+    return True
+
+
 def fetch_when_ready(port: int, path: str, process: subprocess.Popen[bytes]) -> bytes:
-    """GET ``path`` once the script listens; polls for readiness, measures nothing."""
+    """GET ``path`` once the script listens (failing if it exits or never listens)."""
     import http.client
 
-    deadline = time.monotonic() + TIMEOUT
-    while True:
-        assert process.poll() is None, "the example exited"
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
-        try:
-            connection.request("GET", path)
-            response = connection.getresponse()
-            assert response.status == 200
-            return response.read()
-        except ConnectionRefusedError:
-            assert time.monotonic() < deadline, "the example did not start listening"
-            time.sleep(0.05)
-        finally:
-            connection.close()
+    wait_until(lambda: process.poll() is not None or listening(port), "the example listens", TIMEOUT)
+    assert process.poll() is None, "the example exited"
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
+    try:
+        connection.request("GET", path)
+        response = connection.getresponse()
+        assert response.status == 200
+        return response.read()
+    finally:
+        connection.close()
 
 
 @pytest.mark.server

@@ -26,7 +26,7 @@ from sitemap_middleware.entries import Normaliser, url_element
 from sitemap_middleware.uris import Site
 
 from .conftest import Response, SitemapClient
-from .xsd import locs, validate
+from .xsd import NS, locs, validate
 
 BASE = "https://shop.example"
 XML_TYPE = "application/xml; charset=utf-8"
@@ -565,6 +565,70 @@ def test_every_entry_is_served_or_counted_as_skipped(
     assert served.total() + skipped == len(pairs)
     good = Counter(BASE + entry.loc for known, entry in pairs if known and isinstance(entry, Url))
     assert not good - served  # a valid entry is never lost among bad ones
+
+
+Served = tuple[str, str | None, str | None, str | None]  # loc, lastmod, changefreq, priority
+
+
+def _served_as(
+    text: str, lastmod: date | None, changefreq: str | None, tenths: int | None
+) -> tuple[Url, Served]:
+    """A valid `Url` below ``/ok/``, and exactly what its <url> must hold."""
+    priority, priority_text = (None, None) if tenths is None else (tenths / 10, f"{tenths / 10:.1f}")
+    if isinstance(lastmod, datetime):  # naive: taken as UTC, served to the second
+        lastmod_text = lastmod.replace(microsecond=0).isoformat() + "+00:00"
+    else:
+        lastmod_text = None if lastmod is None else lastmod.isoformat()
+    served = (f"{BASE}/ok/{text}", lastmod_text, changefreq and changefreq.lower(), priority_text)
+    return Url("/ok/" + text, lastmod=lastmod, changefreq=changefreq, priority=priority), served
+
+
+# Valid entries alone (a string is a loc alone), each with what it must be served as.
+# Without dot-segments ("/./", "/../", a final "/." or "/.."), which are removed.
+_ok_paths = st.text("abcxyz019-_.~!$&'()*+,;=:@/", max_size=20).filter(
+    lambda text: not any(segment in {".", ".."} for segment in text.split("/"))
+)
+_served_exactly = st.one_of(
+    _ok_paths.map(lambda text: ("/ok/" + text, (f"{BASE}/ok/{text}", None, None, None))),
+    st.builds(
+        _served_as,
+        _ok_paths,
+        st.one_of(
+            st.none(), st.dates(), st.datetimes(min_value=datetime(2, 1, 1), max_value=datetime(9998, 1, 1))
+        ),
+        st.one_of(st.none(), st.sampled_from(["daily", "Never", "HOURLY"])),
+        st.one_of(st.none(), st.integers(0, 10)),
+    ),
+)
+
+
+@settings(FUZZ, max_examples=75)  # every entry is served: up to 25 pages an example
+@given(
+    pairs=st.lists(_served_exactly, min_size=1, max_size=25),
+    shape=providers,
+    page_size=page_sizes,
+    max_bytes=max_page_bytes,
+)
+def test_valid_entries_are_all_served_exactly_and_in_order(
+    make_client: MakeClient,
+    pairs: list[tuple[object, Served]],
+    shape: str,
+    page_size: int,
+    max_bytes: int,
+) -> None:
+    sitemaps = Sitemaps(base_url=BASE, max_page_bytes=max_bytes)
+    fed(sitemaps, shape, [entry for entry, _ in pairs], page_size)
+    index, _, pages = crawl(make_client(sitemaps))
+
+    assert index.status == 200
+    served = []
+    for response in pages.values():  # in the index's order
+        assert response.status == 200
+        for url in validate(response.body):
+            fields = ("loc", "lastmod", "changefreq", "priority")
+            served.append(tuple(url.findtext(f"sm:{name}", namespaces=NS) for name in fields))
+    assert served == [expected for _, expected in pairs]
+    assert not any(name.startswith("skipped:") for name in sitemaps.stats.snapshot().get("items", {}))
 
 
 # -- 4. cache poisoning ------------------------------------------------------------------------

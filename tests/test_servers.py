@@ -1,7 +1,8 @@
 """Through real HTTP servers on 127.0.0.1: uvicorn (ASGI) and werkzeug's threaded WSGI server.
 
-Each server runs in a background thread on an ephemeral port and is fetched over the
-socket with `http.client`, so chunked streaming, gzip and keep-alive are the real ones.
+Each server (`tests.servers`, started by the `serve` fixture) runs in a background thread on
+an ephemeral port and is fetched over the socket with `http.client`, so chunked streaming,
+gzip and keep-alive are the real ones.
 Streaming is shown with providers blocked on an `Event` the test controls, never by
 timing: the first ``<url>`` must reach the client while the provider cannot go on.
 """
@@ -11,20 +12,12 @@ from __future__ import annotations
 import asyncio
 import gzip
 import http.client
-import socket
 import threading
-import time
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
-from email.message import Message
-from typing import Any
 
 import pytest
-import uvicorn
 from lxml import etree
-from werkzeug.serving import WSGIRequestHandler, make_server
 
 from sitemap_middleware import Sitemaps
 
@@ -40,119 +33,13 @@ from .crawl import (
     shop_index_locs,
     shop_sitemaps,
 )
+from .servers import TIMEOUT, Server, uvicorn_serving
 from .xsd import NS, locs, validate
 
 pytestmark = pytest.mark.server
 
-TIMEOUT = 10.0  # seconds: a regression fails the test instead of hanging it
 BIG = 120_003
 SLOW_REST = 200  # URLs a blocked provider yields once released
-
-
-@dataclass
-class Got:
-    status: int
-    headers: Message  # case-insensitive
-    body: bytes  # as on the wire: a Content-Encoding is not undone
-
-
-class _QuietHandler(WSGIRequestHandler):
-    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-        pass  # errors are still logged
-
-
-@contextmanager
-def uvicorn_serving(app: Any, root_path: str = "") -> Iterator[int]:
-    """Serve the ASGI ``app`` with uvicorn in a thread; yields the port."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(
-        app,
-        root_path=root_path,
-        log_config=None,
-        access_log=False,
-        ws="none",
-        http="h11",
-        timeout_graceful_shutdown=2,
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + TIMEOUT
-        while not server.started:  # waiting for readiness, not measuring time
-            if not thread.is_alive() or time.monotonic() > deadline:
-                pytest.fail("uvicorn did not start")
-            time.sleep(0.01)
-        yield sock.getsockname()[1]
-    finally:
-        server.should_exit = True
-        thread.join(TIMEOUT)
-        sock.close()
-        assert not thread.is_alive(), "uvicorn did not shut down"
-
-
-@contextmanager
-def werkzeug_serving(app: Any) -> Iterator[int]:
-    """Serve the WSGI ``app`` with werkzeug's threaded server in a thread; yields the port."""
-    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_QuietHandler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield server.server_port
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(TIMEOUT)
-        assert not thread.is_alive(), "the WSGI server did not shut down"
-
-
-class Server:
-    """One running server in front of a real app: ``get`` for whole responses, ``open`` to stream."""
-
-    def __init__(self, port: int, framework: str) -> None:
-        self.port = port
-        self.framework = framework  # what the app's own answers name it
-
-    @contextmanager
-    def open(self, path: str, headers: dict[str, str] | None = None) -> Iterator[http.client.HTTPResponse]:
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=TIMEOUT)
-        try:
-            connection.request("GET", path, headers=headers or {})  # http.client asks for identity
-            try:
-                response = connection.getresponse()
-            except TimeoutError:
-                pytest.fail(f"GET {path}: no response headers within {TIMEOUT} s")
-            yield response
-        finally:
-            connection.close()
-
-    def get(self, path: str, headers: dict[str, str] | None = None) -> Got:
-        with self.open(path, headers) as response:
-            return Got(response.status, response.headers, response.read())
-
-    def fetch(self, path: str) -> bytes:
-        got = self.get(path)
-        assert got.status == 200, f"GET {path}: {got.status} {got.body[:200]!r}"
-        return got.body
-
-
-@pytest.fixture(params=["uvicorn", "werkzeug", "werkzeug-helpers"])
-def serve(request: pytest.FixtureRequest) -> Iterator[Callable[[Sitemaps], Server]]:
-    """Start a server for a `Sitemaps`: uvicorn + Starlette, or werkzeug + Flask (rendering
-    on the request thread, or with ``helper_threads`` on helper threads)."""
-    with ExitStack() as stack:
-
-        def start(sitemaps: Sitemaps) -> Server:
-            if request.param == "uvicorn":
-                port = stack.enter_context(uvicorn_serving(sitemaps.asgi(apps.starlette_app())))
-                return Server(port, "starlette")
-            helpers = 4 if request.param == "werkzeug-helpers" else 0
-            flask_app = apps.flask_app()
-            flask_app.wsgi_app = sitemaps.wsgi(flask_app.wsgi_app, helper_threads=helpers)  # type: ignore[method-assign]
-            return Server(stack.enter_context(werkzeug_serving(flask_app)), "flask")
-
-        yield start
 
 
 @pytest.fixture
@@ -250,9 +137,7 @@ class Blocked:
 
     async def async_generator(self) -> AsyncIterator[str]:
         yield "/first"
-        deadline = time.monotonic() + 2 * TIMEOUT
-        while not self.release.is_set() and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)  # polls the loop-unfriendly Event without blocking the loop
+        await asyncio.to_thread(self.release.wait, 2 * TIMEOUT)  # the event loop runs meanwhile
         for n in range(SLOW_REST):
             yield f"/rest/{n}"
         self.finished.set()

@@ -25,7 +25,7 @@ from sitemap_middleware import Sitemaps
 from sitemap_middleware.providers import MAX_BATCH
 
 from .crawl import BASE
-from .test_servers import TIMEOUT, Server, serve  # noqa: F401  (serve: the uvicorn/werkzeug fixture)
+from .servers import TIMEOUT, Server
 from .xsd import locs, validate
 
 pytestmark = pytest.mark.server
@@ -114,7 +114,7 @@ Huge = tuple[Counting, Callable[[], SlowReader]]
 
 
 @pytest.fixture
-def huge(serve: Callable[[Sitemaps], Server]) -> Iterator[Huge]:  # noqa: F811
+def huge(serve: Callable[[Sitemaps], Server]) -> Iterator[Huge]:
     """A server for one ~47 MB page, and a way to open slow readers on it (closed at teardown)."""
     provider = Counting()
     sitemaps = Sitemaps(base_url=BASE, cache=None)

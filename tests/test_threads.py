@@ -45,11 +45,16 @@ def test_never_more_helper_threads_than_its_size():
 
 def test_a_call_no_helper_takes_in_time_is_given_up_and_never_runs():
     helpers = Helpers(1)
-    release = threading.Event()
+    entered, release = threading.Event(), threading.Event()
     ran: list[str] = []
-    stuck = threading.Thread(target=helpers.run, args=(lambda: release.wait(10), None))
+
+    def stuck_call() -> None:
+        entered.set()
+        release.wait(10)
+
+    stuck = threading.Thread(target=helpers.run, args=(stuck_call, None))
     stuck.start()
-    time.sleep(0.05)  # the only helper is now inside the stuck call
+    assert entered.wait(10)  # the only helper is now inside the stuck call
     with pytest.raises(TimeoutError, match="no helper thread became free"):
         helpers.run(lambda: ran.append("late"), TIMEOUT)
     release.set()
