@@ -115,7 +115,7 @@ def test_huge_forwarded_headers_never_grow_our_memory(make_client):
         after, _ = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    # 40 × 512 KiB of headers passed through: what stays must be far less than one of them.
+    # 40 times 512 KiB of headers passed through: what stays must be far less than one of them.
     assert after - before < 512 * 1024
 
 
