@@ -57,8 +57,6 @@ def build_sitemaps() -> Sitemaps:
         base_url=BASE_URL,
         cache=cache,
         page_size=int(_setting("BENCH_PAGE_SIZE", "50000")),
-        render_threads=int(_setting("BENCH_RENDER_THREADS", "4")),
-        max_renders=int(_setting("BENCH_MAX_RENDERS", "16")),
     )
     if _setting("BENCH_PROVIDER", "generator") == "sequence":
         catalogue = Catalogue(count)
@@ -118,7 +116,11 @@ def asgi_app() -> Any:
 
 
 def asgi_ours() -> Any:
-    return build_sitemaps().asgi(starlette_app())
+    return build_sitemaps().asgi(
+        starlette_app(),
+        render_threads=int(_setting("BENCH_RENDER_THREADS", "4")),
+        max_renders=int(_setting("BENCH_MAX_RENDERS", "16")),
+    )
 
 
 def wsgi_ours() -> Any:

@@ -28,7 +28,9 @@ from common import BASE_URL, Row, close_wsgi, fmt_int, machine, make_rows, media
 
 from sitemap_middleware import Sitemaps, Url
 from sitemap_middleware.cache import MemoryStore
-from sitemap_middleware.providers import LoopRunner
+from sitemap_middleware.engine import Engine
+from sitemap_middleware.providers import LoopRunner, Provider, Section
+from sitemap_middleware.render import MAX_URLS
 
 Render = Callable[[], bytes]
 PAGE = "/sitemap-products-1.xml"
@@ -84,9 +86,13 @@ def _sitemaps(rows: list[Row], cache: MemoryStore | None = None) -> Sitemaps:
 
 def ours_engine(rows: list[Row]) -> Render:
     """The page path of `Service` without HTTP: `Engine.page` -> `PageWriter` -> `Normaliser`."""
-    sitemaps = _sitemaps(rows)
-    engine = sitemaps.service.engine
-    section = sitemaps.service.sections["products"]
+    sitemaps = Sitemaps(base_url=BASE_URL)
+
+    def products() -> Iterable[Url]:
+        return (Url(p, lastmod=m, changefreq=c, priority=r) for p, m, c, r in rows)
+
+    engine = Engine(sitemaps.site, on_skip=sitemaps.stats.skip)
+    section = Section("products", Provider.wrap("products", products), MAX_URLS)
     runner = LoopRunner()
 
     def render() -> bytes:
