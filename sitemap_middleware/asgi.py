@@ -64,7 +64,7 @@ class SitemapASGIMiddleware:
         sitemaps: Configured,
         render_threads: int = 4,
         max_renders: int = 16,
-        send_timeout: float = 30.0,
+        send_timeout: float = 10.0,
     ) -> None:
         self.app = app
         self._gateway = sitemaps.gateway

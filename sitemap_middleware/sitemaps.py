@@ -86,7 +86,7 @@ class Sitemaps:
     - ``clock``: wall clock for ``Last-Modified``; inject a fake one in tests.
 
     Concurrency belongs to the adapter that has it: ``sitemaps.asgi(app,
-    render_threads=4, max_renders=16, send_timeout=30)`` and ``sitemaps.wsgi(app,
+    render_threads=4, max_renders=16, send_timeout=10)`` and ``sitemaps.wsgi(app,
     helper_threads=0)``.
     """
 
@@ -238,7 +238,7 @@ class Sitemaps:
         *,
         render_threads: int = 4,
         max_renders: int = 16,
-        send_timeout: float = 30.0,
+        send_timeout: float = 10.0,
     ) -> SitemapASGIMiddleware:
         """Wrap an ASGI app; every request that is not ours reaches it untouched.
 
