@@ -6,7 +6,7 @@ page n-1 filled up. Finding that start means measuring the pages before it (the
 
     engine = Engine(site, on_skip=stats.skip)
     plan = engine.plan(section, run_async)
-    chunks = engine.page(section, plan.starts[1], run_async)   # page 2, streamed
+    chunks = engine.page(section, plan.start(2), run_async)    # page 2, streamed
     body = engine.index([(section, plan)], prefix="")
 
 Synchronous by design: it runs on the WSGI server's thread, or in a worker thread
@@ -16,7 +16,7 @@ under ASGI, so neither a slow provider nor CPU-bound rendering blocks an event l
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 
@@ -35,11 +35,21 @@ SkipListener = Callable[[str, EntryError, object], None]
 
 @dataclass(frozen=True, slots=True)
 class PagePlan:
-    """Pages of one section: raw start position and newest lastmod of each page."""
+    """Where each page of one section starts (raw position), and its newest lastmod.
 
-    starts: tuple[int, ...]
-    lastmods: tuple[str | None, ...]  # one per page measured to its end
+    Two shapes behind one interface (`pages`, `start`, `lastmod`, `window`):
+
+    - measured (`Engine.plan`): every start and lastmod, found by iterating; at most
+      `MAX_SITEMAPS` pages, since measuring stops there;
+    - counted (`uniform`): ``count`` raw entries cut into fixed windows, so a page's start
+      is arithmetic. Nothing is stored per page: locating page 20,000,000 of a
+      trillion-entry section costs what locating page 1 does.
+    """
+
+    starts: Sequence[int]  # a tuple when measured, a range when counted: O(1) to index either way
+    lastmods: tuple[str | None, ...]  # one per measured page; empty when counted (none was measured)
     window: int | None = None  # raw entries per page, when pages are fixed windows
+    count: int | None = None  # raw entries in all, when pages are fixed windows
 
     @classmethod
     def uniform(cls, count: int, page_size: int) -> PagePlan:
@@ -48,20 +58,38 @@ class PagePlan:
         Entries skipped as invalid make their page shorter rather than shifting the
         pages after it; the index carries no lastmod, since none was measured.
         """
-        starts = tuple(range(0, count, page_size))
-        return cls(starts, (None,) * len(starts), window=page_size)
+        return cls(range(0, count, page_size), (), window=page_size, count=count)
 
     @property
     def pages(self) -> int:
         return len(self.starts)
 
+    def start(self, number: int) -> int:
+        """Raw position where page ``number`` (1-based, at most `pages`) starts."""
+        return self.starts[self._index(number)]
+
+    def lastmod(self, number: int) -> str | None:
+        """The newest lastmod on page ``number``; ``None`` when none was measured."""
+        index = self._index(number)
+        return self.lastmods[index] if self.lastmods else None
+
+    def _index(self, number: int) -> int:
+        if not 1 <= number <= self.pages:
+            raise IndexError(f"no page {number} in a plan of {self.pages:,}")
+        return number - 1
+
     def to_bytes(self) -> bytes:
-        """A compact serialisation, so a plan can live in any `CacheStore`."""
-        return json.dumps([self.starts, self.lastmods, self.window]).encode()
+        """A compact serialisation, so a plan can live in any `CacheStore` (a counted one in ~40 bytes)."""
+        if self.count is not None:
+            return json.dumps({"count": self.count, "window": self.window}).encode()
+        return json.dumps([list(self.starts), self.lastmods, self.window]).encode()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> PagePlan:
-        starts, lastmods, window = json.loads(data)
+        loaded = json.loads(data)
+        if isinstance(loaded, dict):
+            return cls.uniform(loaded["count"], loaded["window"])
+        starts, lastmods, window = loaded
         return cls(tuple(starts), tuple(lastmods), window)
 
 
@@ -180,17 +208,21 @@ class Engine:
         ``None`` when no section has a URL: siteindex.xsd requires at least one child.
         """
         root = (self.site.root + prefix).replace("&", "&amp;")
-        entries: list[IndexEntry] = []
-        for section, plan in plans:
-            for number, lastmod in enumerate(plan.lastmods, start=1):
-                entries.append(IndexEntry(f"{root}/sitemap-{section.name}-{number}.xml", lastmod))
-        if len(entries) > MAX_SITEMAPS:
+        plans = list(plans)
+        listed = sum(plan.pages for _, plan in plans)
+        if listed > MAX_SITEMAPS:
             # Google: at most 50,000 sitemaps per index, and indexes do not nest. Listing
             # fewer would silently hide URLs, so this is a configuration error to fix.
+            # Checked before listing: a counted section may claim millions of pages.
             raise ProviderError(
-                f"the index would list {len(entries):,} sitemaps, over the limit of {MAX_SITEMAPS:,}: "
+                f"the index would list {listed:,} sitemaps, over the limit of {MAX_SITEMAPS:,}: "
                 "raise page_size"
             )
+        entries = [
+            IndexEntry(f"{root}/sitemap-{section.name}-{number}.xml", plan.lastmod(number))
+            for section, plan in plans
+            for number in range(1, plan.pages + 1)
+        ]
         return render_index(entries) if entries else None
 
 
