@@ -16,21 +16,26 @@ under ASGI, so neither a slow provider nor CPU-bound rendering blocks an event l
 from __future__ import annotations
 
 import json
+import math
+import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 
 from .deadlines import beat
 from .entries import Normaliser
-from .errors import EntryError, ProviderError
+from .errors import EntryError, MeasureLimitError, ProviderError
 from .providers import AsyncRunner, Batches, Section
 from .render import MAX_BYTES, MAX_SITEMAPS, IndexEntry, Limits, PageWriter, render_index
 from .stats import logger
 from .uris import Site
 
-__all__ = ["Engine", "PagePlan", "SkipListener"]
+__all__ = ["DEFAULT_MEASURE_TIMEOUT", "Engine", "PagePlan", "SkipListener"]
 
 SkipListener = Callable[[str, EntryError, object], None]
+
+# Measuring 10M URLs takes tens of seconds; a provider that never ends takes forever.
+DEFAULT_MEASURE_TIMEOUT = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,13 +102,22 @@ class Engine:
     """Renders pages and indexes for one site; holds no per-request state."""
 
     def __init__(
-        self, site: Site, *, on_skip: SkipListener, strict: bool = False, max_bytes: int = MAX_BYTES
+        self,
+        site: Site,
+        *,
+        on_skip: SkipListener,
+        strict: bool = False,
+        max_bytes: int = MAX_BYTES,
+        measure_timeout: float | None = DEFAULT_MEASURE_TIMEOUT,
+        timer: Callable[[], float] = time.monotonic,
     ) -> None:
         self.site = site
         self._normalisers: dict[str, Normaliser] = {}
         self._on_skip = on_skip
         self._strict = strict
         self._max_bytes = max_bytes
+        self._measure_timeout = measure_timeout
+        self._timer = timer
 
     def _normaliser(self, prefix: str) -> Normaliser:
         normaliser = self._normalisers.get(prefix)
@@ -132,22 +146,33 @@ class Engine:
         """Measure the section's pages; with ``until``, stop once page ``until`` is located.
 
         Skips are not reported here (the page render reports them), so planning and
-        serving the same page never count one bad entry twice.
+        serving the same page never count one bad entry twice. Measuring has bounds of
+        its own, so a provider that never ends cannot hold a thread (and memory) forever:
+        a `MeasureLimitError` once the section needs more files than an index can list,
+        or once ``measure_timeout`` has passed, however steadily entries still arrive.
         """
-        starts: list[int] = []
+        starts: list[int] = []  # both lists stay under MAX_SITEMAPS + 1 entries
         lastmods: list[str | None] = []
         writer = self._writer(section, prefix, quiet=True)
         position = 0
+        begun = self._timer()
+        deadline = math.inf if self._measure_timeout is None else begun + self._measure_timeout
         # Closed on every way out, the early return included: cursors are released at once.
         with closing(_pull(section, 0, run_async, base_url=self.site.root)) as batches:
             for batch in batches:
+                if self._timer() > deadline:
+                    raise MeasureLimitError.timed_out(section.name, deadline - begun, len(lastmods))
                 while batch:
                     if writer.count == 0 and writer.consumed == 0:
                         starts.append(position)
-                        if until is not None and len(starts) >= until:
+                        if until is not None and until <= len(starts) <= MAX_SITEMAPS:
                             return PagePlan(tuple(starts), tuple(lastmods))
                     before = writer.consumed
                     writer.feed(batch)
+                    if writer.count and len(starts) > MAX_SITEMAPS:
+                        # Google: at most 50,000 sitemaps per index. Only a page with a URL
+                        # counts: trailing invalid entries make no file.
+                        raise MeasureLimitError.too_many_files(section.name, MAX_SITEMAPS, section.page_size)
                     taken = writer.consumed - before
                     position += taken
                     if not writer.full:
