@@ -30,9 +30,10 @@ from .render import MAX_BYTES, MAX_SITEMAPS, IndexEntry, Limits, PageWriter, ren
 from .stats import logger
 from .uris import Site
 
-__all__ = ["DEFAULT_MEASURE_TIMEOUT", "Engine", "PagePlan", "SkipListener"]
+__all__ = ["DEFAULT_MEASURE_TIMEOUT", "Engine", "MismatchListener", "PagePlan", "SkipListener"]
 
 SkipListener = Callable[[str, EntryError, object], None]
+MismatchListener = Callable[[str, str], None]  # (section name, what did not hold)
 
 # Measuring 10M URLs takes tens of seconds; a provider that never ends takes forever.
 DEFAULT_MEASURE_TIMEOUT = 300.0
@@ -110,10 +111,16 @@ class Engine:
         max_bytes: int = MAX_BYTES,
         measure_timeout: float | None = DEFAULT_MEASURE_TIMEOUT,
         timer: Callable[[], float] = time.monotonic,
+        on_mismatch: MismatchListener | None = None,
     ) -> None:
         self.site = site
         self._normalisers: dict[str, Normaliser] = {}
         self._on_skip = on_skip
+        self._on_mismatch = on_mismatch
+        # Per section: the count it last declared, and a count under which a page render
+        # found a window empty (not trusted again until it changes). One entry per section.
+        self._declared: dict[str, int] = {}
+        self._distrusted: dict[str, int] = {}
         self._strict = strict
         self._max_bytes = max_bytes
         self._measure_timeout = measure_timeout
@@ -186,6 +193,70 @@ class Engine:
             lastmods.append(writer.lastmod)
         return PagePlan(tuple(starts), tuple(lastmods))
 
+    def counted_plan(
+        self,
+        section: Section,
+        count: int,
+        run_async: AsyncRunner,
+        *,
+        prefix: str = "",
+        until: int | None = None,
+    ) -> PagePlan:
+        """The plan of a section that declares ``count``: windows if the count holds, else measured.
+
+        What the index promises with a count: ``ceil(count / page_size)`` files, each a
+        window of ``page_size`` raw entries, none of them a 404 and no entry left out.
+        Checked cheaply at the edges before the windows are trusted: nothing lies at raw
+        position ``count`` (one row; ``offset=count, limit=1`` for a windowed provider) and
+        the last window holds a valid entry (read up to the first one). When either fails,
+        or a page render has found a middle window empty under this same count (`page`),
+        the mismatch is logged and reported to ``on_mismatch``, and the section is
+        measured (the exact plan, as for a section without a count, up to ``until``).
+        """
+        self._declared[section.name] = count
+        windows = PagePlan.uniform(count, section.page_size)
+        if self._distrusted.get(section.name) == count:
+            return self.plan(section, run_async, prefix=prefix, until=until)
+        problem = self._check_count(section, windows, run_async, prefix)
+        if problem is None:
+            return windows
+        self._mismatch(section, problem)
+        return self.plan(section, run_async, prefix=prefix, until=until)
+
+    def _check_count(
+        self, section: Section, windows: PagePlan, run_async: AsyncRunner, prefix: str
+    ) -> str | None:
+        """What does not hold about a declared count at its edges, or ``None``."""
+        count = windows.count
+        assert count is not None
+        with closing(_pull(section, count, run_async, 1, base_url=self.site.root)) as past:
+            if next(past, None) is not None:
+                return f"count() is {count:,} but the provider has entries past it, which would be left out"
+        if windows.pages == 0:
+            return None
+        last = windows.start(windows.pages)
+        writer = self._writer(section, prefix, quiet=True)
+        taken = 0
+        with closing(_pull(section, last, run_async, count - last, base_url=self.site.root)) as window:
+            for batch in window:
+                taken += len(batch)
+                writer.feed(batch)
+                if writer.count:
+                    return None
+        if taken == 0:
+            return (
+                f"count() is {count:,} but the provider has nothing from raw position {last:,} on: "
+                f"file {windows.pages:,} (at least) would be a 404"
+            )
+        return f"{_window_text(last, count - last)} holds no valid entry: its file would be a 404"
+
+    def _mismatch(self, section: Section, problem: str) -> None:
+        logger.warning(
+            "sitemap section %r: %s; measuring its pages instead: fix its count", section.name, problem
+        )
+        if self._on_mismatch is not None:
+            self._on_mismatch(section.name, problem)
+
     def page(
         self,
         section: Section,
@@ -212,8 +283,23 @@ class Engine:
             stream.close()
             raise
         if first is None:
+            if window is not None:
+                self._empty_window(section, start, window)
             return None
         return _prepend(first, stream)
+
+    def _empty_window(self, section: Section, start: int, window: int) -> None:
+        """A listed window with no valid entry: its section is measured from now on, under this count.
+
+        `counted_plan` checks only the edges (checking every window is measuring), so a
+        middle window is found empty here, when its page is asked for. Its page is a 404
+        (there is no URL in it to lose); the mismatch is reported, and every plan after it
+        measures the section until its count changes, so no index lists that file again.
+        """
+        count = self._declared.get(section.name)
+        if count is not None:
+            self._distrusted[section.name] = count
+        self._mismatch(section, f"{_window_text(start, window)} holds no valid entry")
 
     def _overflow(self, section: Section, start: int, writer: PageWriter) -> None:
         """A fixed window held more bytes than a file may: its tail cannot be served."""
@@ -249,6 +335,10 @@ class Engine:
             for number in range(1, plan.pages + 1)
         ]
         return render_index(entries) if entries else None
+
+
+def _window_text(start: int, size: int) -> str:
+    return f"the window of {size:,} raw entries from position {start:,}"
 
 
 def _pull(

@@ -328,7 +328,9 @@ class Service:
         A section with a declared count needs no measuring at all: its pages are windows.
         """
         if section.count is not None:
-            return PagePlan.uniform(self.resources.count(section, run_async), section.page_size)
+            return self.engine.counted_plan(
+                section, self.resources.count(section, run_async), run_async, prefix=prefix, until=until
+            )
         if self.store is None:
             return self.engine.plan(section, run_async, prefix=prefix, until=until)
         version = self.resources.version(section, run_async)
