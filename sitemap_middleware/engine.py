@@ -29,6 +29,7 @@ from .providers import AsyncRunner, Batches, Section
 from .render import MAX_BYTES, MAX_SITEMAPS, IndexEntry, Limits, PageWriter, render_index
 from .stats import logger
 from .uris import Site
+from .xmltext import escape
 
 __all__ = ["DEFAULT_MEASURE_TIMEOUT", "Engine", "MismatchListener", "PagePlan", "SkipListener"]
 
@@ -304,9 +305,9 @@ class Engine:
     def _overflow(self, section: Section, start: int, writer: PageWriter) -> None:
         """A fixed window held more bytes than a file may: its tail cannot be served."""
         error = EntryError(
-            "page over 50 MiB",
-            f"entries after raw position {start + writer.consumed} do not fit in their page; "
-            f"lower page_size for section {section.name!r}",
+            "page over max_page_bytes",
+            f"entries after raw position {start + writer.consumed:,} do not fit in a page of "
+            f"{self._max_bytes:,} bytes; lower page_size for section {section.name!r}",
         )
         if self._strict:
             raise error
@@ -318,7 +319,7 @@ class Engine:
 
         ``None`` when no section has a URL: siteindex.xsd requires at least one child.
         """
-        root = (self.site.root + prefix).replace("&", "&amp;")
+        root = escape(self.site.root + prefix)
         plans = list(plans)
         listed = sum(plan.pages for _, plan in plans)
         if listed > MAX_SITEMAPS:

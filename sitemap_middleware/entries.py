@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from .errors import EntryError
 from .uris import Site, canonical_host, quote_uri
+from .xmltext import escape_uri
 
 __all__ = [
     "CHANGEFREQS",
@@ -93,6 +94,10 @@ def w3c_datetime(value: datetime | date | str) -> str:
     rule, so that a server's local zone never leaks into the output). Dates stay dates.
     Seconds precision: crawlers ignore fractions and HTTP dates have none.
     """
+    if type(value) is datetime and value.tzinfo is _UTC and not value.microsecond:
+        # The common case, first: a UTC datetime to the second is its own isoformat(). A test
+        # (tests/test_rules.py) holds this branch to what the general one below writes.
+        return value.isoformat()
     if isinstance(value, datetime):
         zone = value.tzinfo
         if zone is not None and zone is not _UTC:
@@ -224,9 +229,9 @@ class Normaliser:
                 else:
                     priority_xml = None
                 if changefreq_xml is not None and priority_xml is not None:
-                    lastmod_text = lastmod.isoformat()
+                    lastmod_text = w3c_datetime(lastmod)
                     return (
-                        f"<url><loc>{(self._root + loc).replace('&', '&amp;')}</loc>"
+                        f"<url><loc>{escape_uri(self._root + loc)}</loc>"
                         f"<lastmod>{lastmod_text}</lastmod>{changefreq_xml}{priority_xml}</url>\n",
                         lastmod_text,
                     )
@@ -245,7 +250,7 @@ class Normaliser:
         else:
             raise EntryError("unsupported entry type", type(raw).__name__)
         if type(loc) is str and self._min_path <= len(loc) < self._max_path and _PLAIN_PATH.fullmatch(loc):
-            loc_text = (self._root + loc).replace("&", "&amp;")  # a plain path on our site
+            loc_text = escape_uri(self._root + loc)  # a plain path on our site
         else:
             loc_text = self.loc(loc)
         priority_text: str | None
@@ -260,12 +265,7 @@ class Normaliser:
             priority_text = cached
         else:
             priority_text = None if priority is None else _priority(priority)
-        if lastmod is None:
-            lastmod_text = None
-        elif type(lastmod) is datetime and lastmod.tzinfo is _UTC and not lastmod.microsecond:
-            lastmod_text = lastmod.isoformat()  # the common case, without a call
-        else:
-            lastmod_text = w3c_datetime(lastmod)
+        lastmod_text = None if lastmod is None else w3c_datetime(lastmod)
         changefreq_text = _CHANGEFREQ_TEXT.get(changefreq) if type(changefreq) is str else None
         if changefreq_text is None and changefreq is not None:
             changefreq_text = _changefreq(changefreq)
@@ -285,10 +285,10 @@ class Normaliser:
         else:
             absolute = self._slow_loc(loc)
         if len(absolute) > MAX_LOC_LENGTH:
-            raise EntryError("loc too long", f"{len(absolute)} characters, the limit is 2,047")
+            raise EntryError("loc too long", f"{len(absolute):,} characters, the limit is {MAX_LOC_LENGTH:,}")
         if len(absolute) < MIN_LOC_LENGTH:
             raise EntryError("loc too short", absolute)
-        return absolute.replace("&", "&amp;")
+        return escape_uri(absolute)
 
     def _slow_loc(self, loc: str) -> str:
         """Every loc that needs quoting, joining or a host check (or holds something bad)."""

@@ -84,7 +84,7 @@ def test_window_over_the_byte_limit_is_cut_logged_and_counted(make_client, caplo
     assert len(body) <= 4096
     assert 0 < len(locs(validate(body))) < 10
     assert any("lower page_size" in record.getMessage() for record in caplog.records)
-    assert sitemaps.stats.snapshot()["products"]["skipped:page over 50 MiB"] == 1
+    assert sitemaps.stats.snapshot()["products"]["skipped:page over max_page_bytes"] == 1
 
 
 def test_async_count_and_async_windowed_provider(make_client):
