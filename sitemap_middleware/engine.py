@@ -6,7 +6,7 @@ page n-1 filled up. Finding that start means measuring the pages before it (the
 
     engine = Engine(site, on_skip=stats.skip)
     plan = engine.plan(section, run_async)
-    chunks = engine.page(section, plan.starts[1], run_async)   # page 2, streamed
+    chunks = engine.page(section, plan.start(2), run_async)    # page 2, streamed
     body = engine.index([(section, plan)], prefix="")
 
 Synchronous by design: it runs on the WSGI server's thread, or in a worker thread
@@ -16,30 +16,47 @@ under ASGI, so neither a slow provider nor CPU-bound rendering blocks an event l
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Generator, Iterable, Iterator
+import math
+import time
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 
 from .deadlines import beat
 from .entries import Normaliser
-from .errors import EntryError, ProviderError
+from .errors import EntryError, MeasureLimitError, ProviderError
 from .providers import AsyncRunner, Batches, Section
 from .render import MAX_BYTES, MAX_SITEMAPS, IndexEntry, Limits, PageWriter, render_index
 from .stats import logger
 from .uris import Site
+from .xmltext import escape
 
-__all__ = ["Engine", "PagePlan", "SkipListener"]
+__all__ = ["DEFAULT_MEASURE_TIMEOUT", "Engine", "MismatchListener", "PagePlan", "SkipListener"]
 
 SkipListener = Callable[[str, EntryError, object], None]
+MismatchListener = Callable[[str, str], None]  # (section name, what did not hold)
+
+# Measuring 10M URLs takes tens of seconds; a provider that never ends takes forever.
+DEFAULT_MEASURE_TIMEOUT = 300.0
 
 
 @dataclass(frozen=True, slots=True)
 class PagePlan:
-    """Pages of one section: raw start position and newest lastmod of each page."""
+    """Where each page of one section starts (raw position), and its newest lastmod.
 
-    starts: tuple[int, ...]
-    lastmods: tuple[str | None, ...]  # one per page measured to its end
+    Two shapes behind one interface (`pages`, `start`, `lastmod`, `window`):
+
+    - measured (`Engine.plan`): every start and lastmod, found by iterating; at most
+      `MAX_SITEMAPS` pages, since measuring stops there;
+    - counted (`uniform`): ``count`` raw entries cut into fixed windows, so a page's start
+      is arithmetic. Nothing is stored per page: locating page 20,000,000 of a
+      trillion-entry section costs what locating page 1 does.
+    """
+
+    starts: Sequence[int]  # a tuple when measured, a range when counted: O(1) to index either way
+    lastmods: tuple[str | None, ...]  # one per measured page; empty when counted (none was measured)
     window: int | None = None  # raw entries per page, when pages are fixed windows
+    count: int | None = None  # raw entries in all, when pages are fixed windows
 
     @classmethod
     def uniform(cls, count: int, page_size: int) -> PagePlan:
@@ -48,20 +65,38 @@ class PagePlan:
         Entries skipped as invalid make their page shorter rather than shifting the
         pages after it; the index carries no lastmod, since none was measured.
         """
-        starts = tuple(range(0, count, page_size))
-        return cls(starts, (None,) * len(starts), window=page_size)
+        return cls(range(0, count, page_size), (), window=page_size, count=count)
 
     @property
     def pages(self) -> int:
         return len(self.starts)
 
+    def start(self, number: int) -> int:
+        """Raw position where page ``number`` (1-based, at most `pages`) starts."""
+        return self.starts[self._index(number)]
+
+    def lastmod(self, number: int) -> str | None:
+        """The newest lastmod on page ``number``; ``None`` when none was measured."""
+        index = self._index(number)
+        return self.lastmods[index] if self.lastmods else None
+
+    def _index(self, number: int) -> int:
+        if not 1 <= number <= self.pages:
+            raise IndexError(f"no page {number} in a plan of {self.pages:,}")
+        return number - 1
+
     def to_bytes(self) -> bytes:
-        """A compact serialisation, so a plan can live in any `CacheStore`."""
-        return json.dumps([self.starts, self.lastmods, self.window]).encode()
+        """A compact serialisation, so a plan can live in any `CacheStore` (a counted one in ~40 bytes)."""
+        if self.count is not None:
+            return json.dumps({"count": self.count, "window": self.window}).encode()
+        return json.dumps([list(self.starts), self.lastmods, self.window]).encode()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> PagePlan:
-        starts, lastmods, window = json.loads(data)
+        loaded = json.loads(data)
+        if isinstance(loaded, dict):
+            return cls.uniform(loaded["count"], loaded["window"])
+        starts, lastmods, window = loaded
         return cls(tuple(starts), tuple(lastmods), window)
 
 
@@ -69,13 +104,28 @@ class Engine:
     """Renders pages and indexes for one site; holds no per-request state."""
 
     def __init__(
-        self, site: Site, *, on_skip: SkipListener, strict: bool = False, max_bytes: int = MAX_BYTES
+        self,
+        site: Site,
+        *,
+        on_skip: SkipListener,
+        strict: bool = False,
+        max_bytes: int = MAX_BYTES,
+        measure_timeout: float | None = DEFAULT_MEASURE_TIMEOUT,
+        timer: Callable[[], float] = time.monotonic,
+        on_mismatch: MismatchListener | None = None,
     ) -> None:
         self.site = site
         self._normalisers: dict[str, Normaliser] = {}
         self._on_skip = on_skip
+        self._on_mismatch = on_mismatch
+        # Per section: the count it last declared, and a count under which a page render
+        # found a window empty (not trusted again until it changes). One entry per section.
+        self._declared: dict[str, int] = {}
+        self._distrusted: dict[str, int] = {}
         self._strict = strict
         self._max_bytes = max_bytes
+        self._measure_timeout = measure_timeout
+        self._timer = timer
 
     def _normaliser(self, prefix: str) -> Normaliser:
         normaliser = self._normalisers.get(prefix)
@@ -104,22 +154,33 @@ class Engine:
         """Measure the section's pages; with ``until``, stop once page ``until`` is located.
 
         Skips are not reported here (the page render reports them), so planning and
-        serving the same page never count one bad entry twice.
+        serving the same page never count one bad entry twice. Measuring has bounds of
+        its own, so a provider that never ends cannot hold a thread (and memory) forever:
+        a `MeasureLimitError` once the section needs more files than an index can list,
+        or once ``measure_timeout`` has passed, however steadily entries still arrive.
         """
-        starts: list[int] = []
+        starts: list[int] = []  # both lists stay under MAX_SITEMAPS + 1 entries
         lastmods: list[str | None] = []
         writer = self._writer(section, prefix, quiet=True)
         position = 0
+        begun = self._timer()
+        deadline = math.inf if self._measure_timeout is None else begun + self._measure_timeout
         # Closed on every way out, the early return included: cursors are released at once.
         with closing(_pull(section, 0, run_async, base_url=self.site.root)) as batches:
             for batch in batches:
+                if self._timer() > deadline:
+                    raise MeasureLimitError.timed_out(section.name, deadline - begun, len(lastmods))
                 while batch:
                     if writer.count == 0 and writer.consumed == 0:
                         starts.append(position)
-                        if until is not None and len(starts) >= until:
+                        if until is not None and until <= len(starts) <= MAX_SITEMAPS:
                             return PagePlan(tuple(starts), tuple(lastmods))
                     before = writer.consumed
                     writer.feed(batch)
+                    if writer.count and len(starts) > MAX_SITEMAPS:
+                        # Google: at most 50,000 sitemaps per index. Only a page with a URL
+                        # counts: trailing invalid entries make no file.
+                        raise MeasureLimitError.too_many_files(section.name, MAX_SITEMAPS, section.page_size)
                     taken = writer.consumed - before
                     position += taken
                     if not writer.full:
@@ -132,6 +193,70 @@ class Engine:
         elif len(starts) > len(lastmods):
             lastmods.append(writer.lastmod)
         return PagePlan(tuple(starts), tuple(lastmods))
+
+    def counted_plan(
+        self,
+        section: Section,
+        count: int,
+        run_async: AsyncRunner,
+        *,
+        prefix: str = "",
+        until: int | None = None,
+    ) -> PagePlan:
+        """The plan of a section that declares ``count``: windows if the count holds, else measured.
+
+        What the index promises with a count: ``ceil(count / page_size)`` files, each a
+        window of ``page_size`` raw entries, none of them a 404 and no entry left out.
+        Checked cheaply at the edges before the windows are trusted: nothing lies at raw
+        position ``count`` (one row; ``offset=count, limit=1`` for a windowed provider) and
+        the last window holds a valid entry (read up to the first one). When either fails,
+        or a page render has found a middle window empty under this same count (`page`),
+        the mismatch is logged and reported to ``on_mismatch``, and the section is
+        measured (the exact plan, as for a section without a count, up to ``until``).
+        """
+        self._declared[section.name] = count
+        windows = PagePlan.uniform(count, section.page_size)
+        if self._distrusted.get(section.name) == count:
+            return self.plan(section, run_async, prefix=prefix, until=until)
+        problem = self._check_count(section, windows, run_async, prefix)
+        if problem is None:
+            return windows
+        self._mismatch(section, problem)
+        return self.plan(section, run_async, prefix=prefix, until=until)
+
+    def _check_count(
+        self, section: Section, windows: PagePlan, run_async: AsyncRunner, prefix: str
+    ) -> str | None:
+        """What does not hold about a declared count at its edges, or ``None``."""
+        count = windows.count
+        assert count is not None
+        with closing(_pull(section, count, run_async, 1, base_url=self.site.root)) as past:
+            if next(past, None) is not None:
+                return f"count() is {count:,} but the provider has entries past it, which would be left out"
+        if windows.pages == 0:
+            return None
+        last = windows.start(windows.pages)
+        writer = self._writer(section, prefix, quiet=True)
+        taken = 0
+        with closing(_pull(section, last, run_async, count - last, base_url=self.site.root)) as window:
+            for batch in window:
+                taken += len(batch)
+                writer.feed(batch)
+                if writer.count:
+                    return None
+        if taken == 0:
+            return (
+                f"count() is {count:,} but the provider has nothing from raw position {last:,} on: "
+                f"file {windows.pages:,} (at least) would be a 404"
+            )
+        return f"{_window_text(last, count - last)} holds no valid entry: its file would be a 404"
+
+    def _mismatch(self, section: Section, problem: str) -> None:
+        logger.warning(
+            "sitemap section %r: %s; measuring its pages instead: fix its count", section.name, problem
+        )
+        if self._on_mismatch is not None:
+            self._on_mismatch(section.name, problem)
 
     def page(
         self,
@@ -159,15 +284,30 @@ class Engine:
             stream.close()
             raise
         if first is None:
+            if window is not None:
+                self._empty_window(section, start, window)
             return None
         return _prepend(first, stream)
+
+    def _empty_window(self, section: Section, start: int, window: int) -> None:
+        """A listed window with no valid entry: its section is measured from now on, under this count.
+
+        `counted_plan` checks only the edges (checking every window is measuring), so a
+        middle window is found empty here, when its page is asked for. Its page is a 404
+        (there is no URL in it to lose); the mismatch is reported, and every plan after it
+        measures the section until its count changes, so no index lists that file again.
+        """
+        count = self._declared.get(section.name)
+        if count is not None:
+            self._distrusted[section.name] = count
+        self._mismatch(section, f"{_window_text(start, window)} holds no valid entry")
 
     def _overflow(self, section: Section, start: int, writer: PageWriter) -> None:
         """A fixed window held more bytes than a file may: its tail cannot be served."""
         error = EntryError(
-            "page over 50 MiB",
-            f"entries after raw position {start + writer.consumed} do not fit in their page; "
-            f"lower page_size for section {section.name!r}",
+            "page over max_page_bytes",
+            f"entries after raw position {start + writer.consumed:,} do not fit in a page of "
+            f"{self._max_bytes:,} bytes; lower page_size for section {section.name!r}",
         )
         if self._strict:
             raise error
@@ -179,19 +319,27 @@ class Engine:
 
         ``None`` when no section has a URL: siteindex.xsd requires at least one child.
         """
-        root = (self.site.root + prefix).replace("&", "&amp;")
-        entries: list[IndexEntry] = []
-        for section, plan in plans:
-            for number, lastmod in enumerate(plan.lastmods, start=1):
-                entries.append(IndexEntry(f"{root}/sitemap-{section.name}-{number}.xml", lastmod))
-        if len(entries) > MAX_SITEMAPS:
+        root = escape(self.site.root + prefix)
+        plans = list(plans)
+        listed = sum(plan.pages for _, plan in plans)
+        if listed > MAX_SITEMAPS:
             # Google: at most 50,000 sitemaps per index, and indexes do not nest. Listing
             # fewer would silently hide URLs, so this is a configuration error to fix.
+            # Checked before listing: a counted section may claim millions of pages.
             raise ProviderError(
-                f"the index would list {len(entries):,} sitemaps, over the limit of {MAX_SITEMAPS:,}: "
+                f"the index would list {listed:,} sitemaps, over the limit of {MAX_SITEMAPS:,}: "
                 "raise page_size"
             )
+        entries = [
+            IndexEntry(f"{root}/sitemap-{section.name}-{number}.xml", plan.lastmod(number))
+            for section, plan in plans
+            for number in range(1, plan.pages + 1)
+        ]
         return render_index(entries) if entries else None
+
+
+def _window_text(start: int, size: int) -> str:
+    return f"the window of {size:,} raw entries from position {start:,}"
 
 
 def _pull(

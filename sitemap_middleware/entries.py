@@ -9,8 +9,11 @@ middleware pulls it, so one bad row skips one URL instead of killing the whole f
     normalise(Url("/p/caf\u00e9?a=1&b=2", lastmod=date(2024, 5, 1)))
     # NormalUrl(loc='https://shop.example/p/caf%C3%A9?a=1&amp;b=2', lastmod='2024-05-01', ...)
 
-Every string in a `NormalUrl` is ready to be placed in XML text as is, and
-`url_element` places them: ``Normaliser.element`` does both in one call per URL.
+Every string in a `NormalUrl` is ready to be placed in XML text as is. The page
+writer asks for the finished element instead, the one place a ``<url>`` is written::
+
+    normalise.element(Url("/p/1", changefreq="daily"))
+    # ('<url><loc>https://shop.example/p/1</loc><changefreq>daily</changefreq></url>\n', None)
 """
 
 from __future__ import annotations
@@ -25,13 +28,13 @@ from urllib.parse import urlsplit
 
 from .errors import EntryError
 from .uris import Site, canonical_host, quote_uri, remove_dot_segments
+from .xmltext import escape_uri
 
 __all__ = [
     "CHANGEFREQS",
     "NormalUrl",
     "Normaliser",
     "Url",
-    "url_element",
     "w3c_datetime",
 ]
 
@@ -88,13 +91,17 @@ class NormalUrl(NamedTuple):
     priority: str | None
 
 
-def w3c_datetime(value: datetime | date | str) -> str:
+def w3c_datetime(value: object) -> str:
     """Format a lastmod in W3C Datetime, UTC, with an explicit offset.
 
     Aware datetimes are converted to UTC; naive ones are taken as UTC (the documented
     rule, so that a server's local zone never leaks into the output). Dates stay dates.
     Seconds precision: crawlers ignore fractions and HTTP dates have none.
     """
+    if type(value) is datetime and value.tzinfo is _UTC and not value.microsecond:
+        # The common case, first: a UTC datetime to the second is its own isoformat(). A test
+        # (tests/test_rules.py) holds this branch to what the general one below writes.
+        return value.isoformat()
     if isinstance(value, datetime):
         zone = value.tzinfo
         if zone is not None and zone is not _UTC:
@@ -139,23 +146,10 @@ def _priority(value: object) -> str:
     return text + "0" if text.endswith(".") else text
 
 
-_CHANGEFREQ_TEXT = {value: value for value in CHANGEFREQS}
-_CHANGEFREQ_ELEMENT = {value: f"<changefreq>{value}</changefreq>" for value in CHANGEFREQS}
-_new_tuple = tuple.__new__
+# Finished child elements by value. Only changefreq's seven and exact floats are keys:
+# True == 1 and an unhashable value would otherwise find (or break on) another's entry.
+_CHANGEFREQ_XML = {value: f"<changefreq>{value}</changefreq>" for value in CHANGEFREQS}
 _CACHE_LIMIT = 1024  # distinct priorities worth remembering; real sites use a handful
-
-
-def url_element(entry: NormalUrl) -> str:
-    """One ``<url>`` element; every value is already escaped by the normaliser."""
-    loc, lastmod, changefreq, priority = entry
-    # One f-string, not appends: measured 30% faster, and this runs once per URL.
-    return (
-        f"<url><loc>{loc}</loc>"
-        f"{'' if lastmod is None else f'<lastmod>{lastmod}</lastmod>'}"
-        f"{'' if changefreq is None else f'<changefreq>{changefreq}</changefreq>'}"
-        f"{'' if priority is None else f'<priority>{priority}</priority>'}"
-        "</url>\n"
-    )
 
 
 def _changefreq(value: object) -> str:
@@ -173,15 +167,7 @@ class Normaliser:
     loc is a path as the app sees it, so it is joined below ``base_url`` + ``prefix``.
     """
 
-    __slots__ = (
-        "_max_path",
-        "_min_path",
-        "_origin_slash",
-        "_priorities",
-        "_priority_elements",
-        "_root",
-        "site",
-    )
+    __slots__ = ("_max_path", "_min_path", "_origin_slash", "_priority_xml", "_root", "site")
 
     def __init__(self, site: Site, prefix: str = "") -> None:
         self.site = site
@@ -190,89 +176,56 @@ class Normaliser:
         self._min_path = MIN_LOC_LENGTH - len(self._root)
         self._max_path = MAX_LOC_LENGTH + 1 - len(self._root)
         self._origin_slash = site.origin + "/"
-        self._priorities: dict[object, str] = {}
-        self._priority_elements: dict[float, str] = {}
+        self._priority_xml: dict[float, str] = {}
 
     def element(self, raw: object) -> tuple[str, str | None]:
-        """``raw`` as its ``<url>`` element, with its W3C lastmod; or raises `EntryError`.
+        """``raw`` as its ``<url>`` element, and its W3C lastmod; or raises `EntryError`.
 
-        Always equal to ``url_element(self(raw))`` and its lastmod (a property test holds
-        it to that). The common shape, a `Url` with a plain path on our site and a UTC
-        datetime, is checked and written here in one call and one f-string: the second
-        call and the `NormalUrl` between them were a measured tenth of the render time.
+        The one place a ``<url>`` is written. Each field passes its one rule (`loc`,
+        `w3c_datetime`, `_changefreq`, `_priority`; the last two through bounded caches
+        of their finished elements). This runs once per URL: the unpacking, the local
+        names and the inlined plain-path test are measured choices (benchmarks/render.py).
         """
+        loc: object
+        lastmod: object
+        changefreq: object
+        priority: object
         if type(raw) is Url:
             loc, lastmod, changefreq, priority = raw
-            if (
-                type(lastmod) is datetime
-                and lastmod.tzinfo is _UTC
-                and not lastmod.microsecond
-                and type(loc) is str
-                and self._min_path <= len(loc) < self._max_path
-                and _PLAIN_PATH.fullmatch(loc)
-            ):
-                if changefreq is None:
-                    changefreq_xml: str | None = ""
-                else:
-                    changefreq_xml = _CHANGEFREQ_ELEMENT.get(changefreq) if type(changefreq) is str else None
-                if priority is None:
-                    priority_xml: str | None = ""
-                elif type(priority) is float:
-                    priority_xml = self._priority_elements.get(priority)
-                    if priority_xml is None:
-                        priority_xml = f"<priority>{_priority(priority)}</priority>"
-                        if len(self._priority_elements) < _CACHE_LIMIT:
-                            self._priority_elements[priority] = priority_xml
-                else:
-                    priority_xml = None
-                if changefreq_xml is not None and priority_xml is not None:
-                    lastmod_text = lastmod.isoformat()
-                    return (
-                        f"<url><loc>{(self._root + loc).replace('&', '&amp;')}</loc>"
-                        f"<lastmod>{lastmod_text}</lastmod>{changefreq_xml}{priority_xml}</url>\n",
-                        lastmod_text,
-                    )
-        entry = self(raw)
-        return url_element(entry), entry.lastmod
-
-    def __call__(self, raw: object) -> NormalUrl:
-        # This runs once per URL: unpacking, local lookups and the inlined common cases
-        # below are measured choices (benchmarks/render.py), not style.
-        if type(raw) is Url or isinstance(raw, Url):
-            loc, lastmod, changefreq, priority = raw
-        elif isinstance(raw, str):
-            return NormalUrl(self.loc(raw), None, None, None)
-        elif isinstance(raw, Mapping):
-            loc, lastmod, changefreq, priority = _from_mapping(raw)
         else:
-            raise EntryError("unsupported entry type", type(raw).__name__)
+            loc, lastmod, changefreq, priority = _fields(raw)
         if type(loc) is str and self._min_path <= len(loc) < self._max_path and _PLAIN_PATH.fullmatch(loc):
-            loc_text = (self._root + loc).replace("&", "&amp;")  # a plain path on our site
+            loc_text = escape_uri(self._root + loc)  # `loc`'s common case, of a length known to be valid
         else:
             loc_text = self.loc(loc)
-        priority_text: str | None
+        lastmod_text = None if lastmod is None else w3c_datetime(lastmod)
+        changefreq_xml: str | None = ""
+        if changefreq is not None:
+            changefreq_xml = _CHANGEFREQ_XML.get(changefreq) if type(changefreq) is str else None
+            if changefreq_xml is None:
+                changefreq_xml = _CHANGEFREQ_XML[_changefreq(changefreq)]
+        priority_xml: str | None = ""
         if type(priority) is float:
-            # Only exact floats share the cache: True == 1 and an unhashable value would
-            # otherwise find (or break on) another value's entry instead of being rejected.
-            cached = self._priorities.get(priority)
-            if cached is None:
-                cached = _priority(priority)
-                if len(self._priorities) < _CACHE_LIMIT:
-                    self._priorities[priority] = cached
-            priority_text = cached
-        else:
-            priority_text = None if priority is None else _priority(priority)
-        if lastmod is None:
-            lastmod_text = None
-        elif type(lastmod) is datetime and lastmod.tzinfo is _UTC and not lastmod.microsecond:
-            lastmod_text = lastmod.isoformat()  # the common case, without a call
-        else:
-            lastmod_text = w3c_datetime(lastmod)
-        changefreq_text = _CHANGEFREQ_TEXT.get(changefreq) if type(changefreq) is str else None
-        if changefreq_text is None and changefreq is not None:
-            changefreq_text = _changefreq(changefreq)
-        # tuple.__new__ skips NamedTuple's Python-level constructor.
-        return _new_tuple(NormalUrl, (loc_text, lastmod_text, changefreq_text, priority_text))
+            priority_xml = self._priority_xml.get(priority)
+            if priority_xml is None:
+                priority_xml = f"<priority>{_priority(priority)}</priority>"
+                if len(self._priority_xml) < _CACHE_LIMIT:
+                    self._priority_xml[priority] = priority_xml
+        elif priority is not None:
+            priority_xml = f"<priority>{_priority(priority)}</priority>"
+        # One f-string, not appends: measured 30% faster.
+        lastmod_xml = "" if lastmod_text is None else f"<lastmod>{lastmod_text}</lastmod>"
+        return f"<url><loc>{loc_text}</loc>{lastmod_xml}{changefreq_xml}{priority_xml}</url>\n", lastmod_text
+
+    def __call__(self, raw: object) -> NormalUrl:
+        """``raw``'s validated fields, by the same rules `element` writes them with."""
+        loc, lastmod, changefreq, priority = _fields(raw)
+        return NormalUrl(
+            self.loc(loc),
+            None if lastmod is None else w3c_datetime(lastmod),
+            None if changefreq is None else _changefreq(changefreq),
+            None if priority is None else _priority(priority),
+        )
 
     def loc(self, loc: object) -> str:
         """Validate and canonicalise one loc; the result is absolute, ASCII and XML-escaped."""
@@ -287,10 +240,10 @@ class Normaliser:
         else:
             absolute = self._slow_loc(loc)
         if len(absolute) > MAX_LOC_LENGTH:
-            raise EntryError("loc too long", f"{len(absolute)} characters, the limit is 2,047")
+            raise EntryError("loc too long", f"{len(absolute):,} characters, the limit is {MAX_LOC_LENGTH:,}")
         if len(absolute) < MIN_LOC_LENGTH:
             raise EntryError("loc too short", absolute)
-        return absolute.replace("&", "&amp;")
+        return escape_uri(absolute)
 
     def _slow_loc(self, loc: str) -> str:
         """Every loc that needs quoting, joining or a host check (or holds something bad).
@@ -351,6 +304,17 @@ class Normaliser:
 
 
 _URL_KEYS = frozenset({"loc", "lastmod", "changefreq", "priority"})
+
+
+def _fields(raw: object) -> tuple[object, object, object, object]:
+    """The four raw fields of any entry shape a provider may yield."""
+    if isinstance(raw, Url):
+        return raw
+    if isinstance(raw, str):
+        return raw, None, None, None
+    if isinstance(raw, Mapping):
+        return _from_mapping(raw)
+    raise EntryError("unsupported entry type", type(raw).__name__)
 
 
 def _from_mapping(raw: Mapping[object, object]) -> Url:

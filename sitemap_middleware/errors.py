@@ -35,3 +35,27 @@ class ProviderError(SitemapError, RuntimeError):
     def stalled(cls, timeout: float | None) -> ProviderError:
         """A provider that produced nothing within the deadline while its page streamed."""
         return cls(f"the provider produced nothing for {timeout} s: page aborted")
+
+
+class MeasureLimitError(ProviderError):
+    """Measuring a section's pages passed one of its own bounds: too many files, or too long.
+
+    A section without a ``count`` is iterated to find where its pages start. These bounds
+    stop a provider that never ends (a bug in a generator) instead of iterating it forever;
+    the request gets a 503 with ``Retry-After``, like any provider failure.
+    """
+
+    @classmethod
+    def too_many_files(cls, section: str, limit: int, page_size: int) -> MeasureLimitError:
+        return cls(
+            f"section {section!r} needs more than {limit:,} files of {page_size:,} URLs, more than one "
+            "sitemap index can list: raise its page_size, or make sure its provider ends"
+        )
+
+    @classmethod
+    def timed_out(cls, section: str, timeout: float, files: int) -> MeasureLimitError:
+        return cls(
+            f"measuring section {section!r} took longer than measure_timeout={timeout:g} s "
+            f"({files:,} files found so far): declare a count (its pages become windows that need "
+            "no measuring), raise measure_timeout, or make sure its provider ends"
+        )

@@ -1,7 +1,9 @@
 """What a provider may be, and how its entries are pulled in batches from any of those shapes.
 
-A provider is a plain callable taking no arguments. It may return a sequence, a
-(sync) iterable or generator, an async iterable, or an awaitable of any of those::
+A provider is a plain callable taking no arguments (or, by keyword, ``base_url``, and
+``offset`` with ``limit``; anything else it requires is refused when it is registered).
+It may return a sequence, a (sync) iterable or generator, an async iterable, or an
+awaitable of any of those::
 
     def pages(): return ["/", "/about"]
     def products(): yield from (Url(f"/p/{p.slug}") for p in db.products())
@@ -36,7 +38,7 @@ from itertools import islice
 from typing import Any, Protocol, TypeVar
 
 from .deadlines import within
-from .errors import ProviderError
+from .errors import ConfigurationError, ProviderError
 
 __all__ = [
     "AsyncRunner",
@@ -88,30 +90,72 @@ class LoopRunner:
             self._loop = None
 
 
+# What we pass by keyword: ``base_url`` to every callable, the window to providers only.
+BASE_KEYWORDS = frozenset({"base_url"})
+WINDOW_KEYWORDS = frozenset({"offset", "limit"})
+OFFERED_KEYWORDS = BASE_KEYWORDS | WINDOW_KEYWORDS
+_KEYWORD_KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+_BOUND_KINDS = (inspect.Parameter.POSITIONAL_ONLY, *_KEYWORD_KINDS)  # all but *args and **kwargs
+
+
 @dataclass(frozen=True, slots=True)
 class Call:
     """A user callable, and which of the optional keyword arguments we offer it takes.
 
     We offer ``base_url`` (the site being served, for apps serving several) and, to
-    providers, ``offset`` and ``limit``; a callable gets only those it declares.
+    providers, ``offset`` and ``limit`` (together: a windowed provider); a callable gets
+    only those it declares by a name that can be passed as a keyword.
     """
 
     func: Callable[..., object]
     accepts: frozenset[str] = frozenset()
 
     @classmethod
-    def of(cls, func: Callable[..., object]) -> Call:
+    def of(
+        cls, func: Callable[..., object], *, offered: frozenset[str] = BASE_KEYWORDS, what: str = "callable"
+    ) -> Call:
+        """Check once, at registration, that ``func`` can be called with what we offer.
+
+        A required parameter we would not pass is a `ConfigurationError` now rather than
+        a `TypeError`, and a 503, at every request. ``what`` names the callable in the message.
+        """
         try:
             parameters = inspect.signature(func).parameters
         except (TypeError, ValueError):  # some builtins and C callables have no signature
             return cls(func)
-        return cls(func, frozenset(parameters) & OFFERED_KEYWORDS)
+        by_keyword = {name for name, p in parameters.items() if p.kind in _KEYWORD_KINDS}
+        accepts = frozenset(by_keyword) & offered
+        if not accepts >= WINDOW_KEYWORDS:
+            accepts -= WINDOW_KEYWORDS  # a window is an offset and a limit, never one alone
+        for name, parameter in parameters.items():
+            if (
+                parameter.default is parameter.empty
+                and parameter.kind in _BOUND_KINDS
+                and name not in accepts
+            ):
+                raise ConfigurationError(_uncallable(what, func, name, parameter, offered))
+        return cls(func, accepts)
 
     def __call__(self, **offered: object) -> object:
         return self.func(**{name: value for name, value in offered.items() if name in self.accepts})
 
 
-OFFERED_KEYWORDS = frozenset({"base_url", "offset", "limit"})
+def _uncallable(
+    what: str, func: Callable[..., object], name: str, parameter: inspect.Parameter, offered: frozenset[str]
+) -> str:
+    label = getattr(func, "__qualname__", None) or type(func).__name__
+    if parameter.kind is inspect.Parameter.POSITIONAL_ONLY and name in offered:
+        reason = f"{name!r} is positional-only, and we pass it by keyword"
+    elif name in WINDOW_KEYWORDS and name in offered:
+        other = "limit" if name == "offset" else "offset"
+        reason = f"it requires {name!r} but does not take {other!r}: a windowed provider takes both"
+    else:
+        reason = f"it requires {name!r}, which we never pass"
+    keywords = ", ".join(sorted(offered))
+    return (
+        f"{what} {label} cannot be called: {reason}. It must take no required arguments "
+        f"beyond the keywords {keywords}"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,11 +173,12 @@ class Provider:
 
     @classmethod
     def wrap(cls, name: str, func: ProviderFunc) -> Provider:
-        return cls(name, Call.of(func))
+        """Check ``func``'s signature (a `ConfigurationError` if we could never call it)."""
+        return cls(name, Call.of(func, offered=OFFERED_KEYWORDS, what=f"provider for {name!r}"))
 
     @property
     def windowed(self) -> bool:
-        return {"offset", "limit"} <= self.call.accepts
+        return self.call.accepts >= WINDOW_KEYWORDS
 
     def batches(
         self, start: int, run_async: AsyncRunner, limit: int | None = None, *, base_url: str = ""

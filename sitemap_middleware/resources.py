@@ -13,6 +13,7 @@ its bytes were first produced is remembered::
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -85,6 +86,9 @@ class Resources:
         count = self._call(section, "count", section.count, run_async)
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ProviderError(f"count of section {section.name!r} returned {count!r}, not an int >= 0")
+        if count > sys.maxsize:
+            # Past what a range (and any real table) can hold; pages are located by arithmetic on it.
+            raise ProviderError(f"count of section {section.name!r} returned {count:,}, over {sys.maxsize:,}")
         return count
 
     def _call(self, section: Section, what: str, call: Call, run_async: AsyncRunner) -> object:

@@ -302,21 +302,31 @@ class Service:
         Measuring a big section is the costliest thing we do, and every cold page but the
         first asks for it at once: it runs under the same single-flight as documents.
         """
-        if section.count is not None:
-            return PagePlan.uniform(self.resources.count(section, run_async), section.page_size)
         store = self.store
-        if store is None:
-            return self.engine.plan(section, run_async, prefix=prefix, until=until)
-        version = self.resources.version(section, run_async)
-        generation = store.generation(section.name)
-        key = f"plan|{self.engine.site.root}{prefix}|{section.name}|{generation}|{version and version.token}"
+        if section.count is not None:
+            count = self.resources.count(section, run_async)
+            if store is None:
+                return self.engine.counted_plan(section, count, run_async, prefix=prefix, until=until)
+            plan_of: Callable[[AsyncRunner], PagePlan] = partial(
+                self.engine.counted_plan, section, count, prefix=prefix
+            )
+            generation = store.generation(section.name)
+            key = f"plan|{self.engine.site.root}{prefix}|{section.name}|{generation}|count:{count}"
+        else:
+            if store is None:
+                return self.engine.plan(section, run_async, prefix=prefix, until=until)
+            version = self.resources.version(section, run_async)
+            generation = store.generation(section.name)
+            token = version and version.token
+            key = f"plan|{self.engine.site.root}{prefix}|{section.name}|{generation}|{token}"
+            plan_of = partial(self.engine.plan, section, prefix=prefix)
 
         def lookup() -> PagePlan | None:
             stored = store.get(key)
             return None if stored is None else PagePlan.from_bytes(stored.body)
 
         def measure(flight: Flight | None, run_async: AsyncRunner) -> PagePlan:
-            measuring = partial(self.engine.plan, section, run_async, prefix=prefix)
+            measuring = partial(plan_of, run_async)
             plan = measuring() if flight is None else flight.heartbeat.context().run(measuring)
             body = plan.to_bytes()
             store.set(key, Document(body, "", 0, len(body)))

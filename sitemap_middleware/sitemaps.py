@@ -22,7 +22,7 @@ from .asgi import ASGIApp, SitemapASGIMiddleware
 from .cache import CacheStore, MemoryStore
 from .config import check_timeout
 from .deadlines import THREAD_GRACE
-from .engine import Engine
+from .engine import DEFAULT_MEASURE_TIMEOUT, Engine
 from .errors import ConfigurationError
 from .gateway import Gateway
 from .headers import HeaderPolicy
@@ -83,6 +83,10 @@ class Sitemaps:
       ASGI; under WSGI, for sync providers only with ``sitemaps.wsgi(app,
       helper_threads=...)`` (a request thread cannot be interrupted: rely on your
       server's worker timeout). ``None`` waits forever.
+    - ``measure_timeout``: seconds measuring one section's pages (a section without a
+      ``count``) may take in all, however steadily its entries arrive: past it, or past
+      the 50,000 files an index may list, the index answers 503 (a provider that never
+      ends). ``None``: only the file limit.
     - ``clock``: wall clock for ``Last-Modified``; inject a fake one in tests.
 
     Concurrency belongs to the adapter that has it: ``sitemaps.asgi(app,
@@ -104,6 +108,7 @@ class Sitemaps:
         reject_unknown_hosts: bool = False,
         trust_forwarded: bool = False,
         provider_timeout: float | None = DEFAULT_PROVIDER_TIMEOUT,
+        measure_timeout: float | None = DEFAULT_MEASURE_TIMEOUT,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.sites = Sites(
@@ -121,6 +126,8 @@ class Sitemaps:
         if provider_timeout is not None:
             provider_timeout = check_timeout("provider_timeout", provider_timeout)
         self.provider_timeout = provider_timeout
+        if measure_timeout is not None:
+            measure_timeout = check_timeout("measure_timeout", measure_timeout)
         self.stats = Stats()
         self._sections: dict[str, Section] = {}
         if cache is True:
@@ -135,7 +142,14 @@ class Sitemaps:
         # sections, the counters and the cache (whose keys name the site).
         services = {
             site: Service(
-                engine=Engine(site, on_skip=self.stats.skip, strict=strict, max_bytes=max_page_bytes),
+                engine=Engine(
+                    site,
+                    on_skip=self.stats.skip,
+                    strict=strict,
+                    max_bytes=max_page_bytes,
+                    measure_timeout=measure_timeout,
+                    on_mismatch=self._count_mismatch,
+                ),
                 sections=self._sections,
                 stats=self.stats,
                 store=cache,
@@ -213,6 +227,13 @@ class Sitemaps:
             None if version is None else Call.of(version),
             None if count is None else Call.of(count),
         )
+
+    def _count_mismatch(self, section: str, detail: str) -> None:
+        """A section's declared count did not hold (the engine logged it): counted, and the
+        section dropped from the cache, so an index listing a page that 404s goes at once."""
+        self.stats.count(section, "count_mismatch")
+        if self.cache is not None:
+            self.cache.invalidate(section)
 
     def invalidate(self, section: str | None = None) -> None:
         """Drop ``section`` (or, with no argument, everything) from the cache.

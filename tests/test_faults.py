@@ -81,7 +81,7 @@ def test_provider_returning_the_wrong_type_is_a_503_naming_the_provider(make_cli
 
 def test_index_over_50000_sitemaps_is_a_503_not_a_truncated_index(make_client, caplog):
     sitemaps = Sitemaps(base_url=BASE)
-    sitemaps.add_provider("tiny", lambda: ["/"], page_size=1, count=lambda: 50_001)
+    sitemaps.add_provider("tiny", lambda: ["/"] * 50_001, page_size=1, count=lambda: 50_001)
     response = make_client(sitemaps).get("/sitemap-index.xml")
     assert response.status == 503
     assert any("over the limit of 50,000" in record.getMessage() for record in caplog.records)
@@ -89,7 +89,7 @@ def test_index_over_50000_sitemaps_is_a_503_not_a_truncated_index(make_client, c
 
 def test_index_of_exactly_50000_sitemaps_is_served(make_client):
     sitemaps = Sitemaps(base_url=BASE)
-    sitemaps.add_provider("tiny", lambda: ["/"], page_size=1, count=lambda: 50_000)
+    sitemaps.add_provider("tiny", lambda: ["/"] * 50_000, page_size=1, count=lambda: 50_000)
     assert len(locs(validate(make_client(sitemaps).get("/sitemap-index.xml").body))) == 50_000
 
 
