@@ -23,7 +23,7 @@ from typing import Any
 from common import BASE_URL, Catalogue, generate_urls
 
 from sitemap_middleware import Sitemaps
-from sitemap_middleware.cache import MemoryStore
+from sitemap_middleware.caching.stores import MemoryStore
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]

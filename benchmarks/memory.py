@@ -35,7 +35,7 @@ from typing import Any
 from common import BASE_URL, EPOCH, bench_env, close_wsgi, machine, mib, proc_status_kib, table
 
 from sitemap_middleware import Sitemaps, Url
-from sitemap_middleware.cache import MemoryStore
+from sitemap_middleware.caching.stores import MemoryStore
 
 LASTMODS = [EPOCH + timedelta(minutes=n) for n in range(1000)]
 

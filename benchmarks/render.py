@@ -27,10 +27,10 @@ from typing import Any
 from common import BASE_URL, Row, close_wsgi, fmt_int, machine, make_rows, median, ratio, table
 
 from sitemap_middleware import Sitemaps, Url
-from sitemap_middleware.cache import MemoryStore
+from sitemap_middleware.caching.stores import MemoryStore
 from sitemap_middleware.engine import Engine
+from sitemap_middleware.protocol.render import MAX_URLS
 from sitemap_middleware.providers import LoopRunner, Provider, Section
-from sitemap_middleware.render import MAX_URLS
 
 Render = Callable[[], bytes]
 PAGE = "/sitemap-products-1.xml"

@@ -16,15 +16,19 @@ asgi_app = sitemaps.asgi(starlette_app)
 from __future__ import annotations
 
 from .asgi import SitemapASGIMiddleware
-from .entries import CHANGEFREQS, Url
+from .caching.stores import CacheStore, Document, MemoryStore
 from .errors import ConfigurationError, EntryError, ProviderError, SitemapError
+from .protocol.entries import CHANGEFREQS, Url
 from .sitemaps import Sitemaps
 from .wsgi import SitemapWSGIMiddleware
 
 __all__ = [
     "CHANGEFREQS",
+    "CacheStore",
     "ConfigurationError",
+    "Document",
     "EntryError",
+    "MemoryStore",
     "ProviderError",
     "SitemapASGIMiddleware",
     "SitemapError",

@@ -21,13 +21,13 @@ import anyio.lowlevel
 import anyio.to_thread
 from anyio.lowlevel import RunVar
 
-from ._http import mount_prefix
+from .concurrency.offload import Capacity, Slot, in_thread, on_loop, raise_unwrapped, wait_for
 from .config import check_count, check_timeout
 from .errors import ProviderError
 from .flow import AppAnswer, Busy, FetchApp, Offload, Step, Wait, run_async
 from .gateway import Configured
-from .offload import Capacity, Slot, in_thread, on_loop, raise_unwrapped, wait_for
-from .replies import Reply
+from .web.replies import Reply
+from .web.rules import mount_prefix
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

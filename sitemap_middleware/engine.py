@@ -22,14 +22,14 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 
-from .deadlines import beat
-from .entries import Normaliser
+from .concurrency.deadlines import beat
 from .errors import EntryError, MeasureLimitError, ProviderError
+from .protocol.entries import Normaliser
+from .protocol.render import MAX_BYTES, MAX_SITEMAPS, IndexEntry, Limits, PageWriter, render_index
+from .protocol.uris import Site
+from .protocol.xmltext import escape
 from .providers import AsyncRunner, Batches, Section
-from .render import MAX_BYTES, MAX_SITEMAPS, IndexEntry, Limits, PageWriter, render_index
 from .stats import logger
-from .uris import Site
-from .xmltext import escape
 
 __all__ = ["DEFAULT_MEASURE_TIMEOUT", "Engine", "MismatchListener", "PagePlan", "SkipListener"]
 

@@ -23,15 +23,15 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .concurrency.flights import Flight, SingleFlight
 from .errors import ProviderError
-from .flights import Flight, SingleFlight
 from .providers import AsyncRunner
-from .replies import Reply, Request
+from .web.replies import Reply, Request
 
 if TYPE_CHECKING:
-    from ._http import Route
-    from .resources import Resource
+    from .caching.resources import Resource
     from .service import Service
+    from .web.rules import Route
 
 __all__ = [
     "AppAnswer",

@@ -15,12 +15,13 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from . import _http, flow
-from .replays import Replays
-from .replies import REQUEST_HEADERS, Reply, Request, unknown_host
+from . import flow
+from .caching.replays import Replays
+from .protocol.uris import Site
 from .service import Service
-from .sites import HOST_HEADERS, Sites
-from .uris import Site
+from .web import rules
+from .web.replies import REQUEST_HEADERS, Reply, Request, unknown_host
+from .web.sites import HOST_HEADERS, Sites
 
 __all__ = ["Configured", "Gateway"]
 
@@ -54,17 +55,17 @@ class Gateway:
             tuple(sorted(HOST_HEADERS)) if sites.reads_host else ()
         )
 
-    def match(self, method: str, path: str) -> _http.Route | None:
+    def match(self, method: str, path: str) -> rules.Route | None:
         """Our resource at ``path`` (below the mount), or ``None``: the app's request."""
-        route = _http.match_route(path, self._default.sections)
-        if route is not None and route.kind == "robots" and method not in _http.ALLOWED_METHODS:
+        route = rules.match_route(path, self._default.sections)
+        if route is not None and route.kind == "robots" and method not in rules.ALLOWED_METHODS:
             return None  # a POST to robots.txt is the app's business
         return route
 
     def request(self, method: str, path: str, prefix: str, headers: Mapping[str, str]) -> Request:
         return Request(method, path, prefix, headers, self._clock())
 
-    def respond(self, route: _http.Route, request: Request) -> Reply | flow.Flow[Reply]:
+    def respond(self, route: rules.Route, request: Request) -> Reply | flow.Flow[Reply]:
         """The answer, when it needs no provider; else the flow that finds it."""
         site = self._sites.pick(request.headers)
         if site is None:

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Protocol, TypeVar
 
-from .deadlines import within
+from .concurrency.deadlines import within
 from .errors import ConfigurationError, ProviderError
 
 __all__ = [

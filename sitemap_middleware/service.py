@@ -26,20 +26,20 @@ from typing import Any
 
 from cachetools import LRUCache
 
-from . import _http
-from ._http import Validators
-from .cache import CacheStore, Document
-from .compress import GzipWriter, gunzip_stream, gzip_bytes, gzip_stream
+from .caching.resources import Resource, Resources, version_etag
+from .caching.stores import CacheStore, Document
+from .concurrency.flights import Flight
 from .engine import Engine, PagePlan
 from .errors import ProviderError
-from .flights import Flight
 from .flow import AppAnswer, Offload, Step, Wait, run_blocking, single_flight
-from .headers import DocumentHeaders, HeaderPolicy, is_not_modified, representation, wants_gzip
 from .providers import AsyncRunner, Section
-from .replies import Origin, Reply, Request, early, plain, unavailable
-from .resources import Resource, Resources, version_etag
-from .robots import merged_robots
 from .stats import Stats, logger
+from .web import rules
+from .web.compress import GzipWriter, gunzip_stream, gzip_bytes, gzip_stream
+from .web.headers import DocumentHeaders, HeaderPolicy, is_not_modified, representation, wants_gzip
+from .web.replies import Origin, Reply, Request, early, plain, unavailable
+from .web.robots import merged_robots
+from .web.rules import Validators
 
 __all__ = ["Service"]
 
@@ -80,11 +80,11 @@ class Service:
         return self.engine.site.root
 
     def index_url(self, prefix: str) -> str:
-        return f"{self.engine.site.root}{prefix}{_http.INDEX_PATH}"
+        return f"{self.engine.site.root}{prefix}{rules.INDEX_PATH}"
 
     # -- answering ---------------------------------------------------------------------------
 
-    def lookup(self, route: _http.Route, request: Request) -> Reply | Resource | None:
+    def lookup(self, route: rules.Route, request: Request) -> Reply | Resource | None:
         """Without calling a provider, never blocking: a `Reply` (a hit, 404, 405), the
         `Resource` to render (a miss), or ``None`` when only `resolve` can tell (a
         section with a declared version)."""
@@ -96,7 +96,7 @@ class Service:
         resource = self.resources.resource(route, request.prefix, _no_async)
         return self.stored(resource, route, request) or resource
 
-    def resolve(self, route: _http.Route, request: Request, run_async: AsyncRunner) -> Reply | Resource:
+    def resolve(self, route: rules.Route, request: Request, run_async: AsyncRunner) -> Reply | Resource:
         """`lookup`, calling declared versions and counts: a 304 before any URL is iterated."""
         resource = self.resources.resource(route, request.prefix, run_async)
         if resource.version is not None:
@@ -106,14 +106,14 @@ class Service:
                 return Reply(304, self.headers.not_modified(validators, route))
         return self.stored(resource, route, request) or resource
 
-    def stored(self, resource: Resource, route: _http.Route, request: Request) -> Reply | None:
+    def stored(self, resource: Resource, route: rules.Route, request: Request) -> Reply | None:
         """The answer from the stored document, if the store holds one."""
         if self.store is None:
             return None
         document = self.store.get(resource.key)
         return None if document is None else self._from_document(document, resource, route, request)
 
-    def failed(self, route: _http.Route, request: Request, error: ProviderError) -> Reply:
+    def failed(self, route: rules.Route, request: Request, error: ProviderError) -> Reply:
         """A provider failed before the document started: logged, counted, and a 503."""
         self.stats.count(route.section, "provider_errors")
         logger.error("sitemap %s: %s", request.path, error, exc_info=error.__cause__ or error)
@@ -128,13 +128,13 @@ class Service:
                 return self._from_document(stale, resource, route, request, hit=False)
         return unavailable()
 
-    def busy(self, route: _http.Route, request: Request) -> Reply:
+    def busy(self, route: rules.Route, request: Request) -> Reply:
         """No render slot came free within the deadline: logged, counted, and a 503."""
         self.stats.count(route.section, "busy")
         logger.warning("sitemap %s: every render slot stayed busy; answered 503", request.path)
         return unavailable()
 
-    def timed_out(self, route: _http.Route, request: Request) -> Reply:
+    def timed_out(self, route: rules.Route, request: Request) -> Reply:
         """A render that outlived the provider deadline: logged, counted, and a 503."""
         self.stats.count(route.section, "provider_errors")
         logger.error("sitemap %s: no answer from the provider within the deadline", request.path)
@@ -144,7 +144,7 @@ class Service:
         self,
         document: Document,
         resource: Resource,
-        route: _http.Route,
+        route: rules.Route,
         request: Request,
         *,
         hit: bool = True,
@@ -177,7 +177,7 @@ class Service:
     def render(
         self,
         resource: Resource,
-        route: _http.Route,
+        route: rules.Route,
         request: Request,
         flight: Flight | None,
         run_async: AsyncRunner,
@@ -282,7 +282,7 @@ class Service:
             self._first_seen[stable] = (etag, now)
             return now
 
-    def _validators(self, resource: Resource, route: _http.Route, request: Request) -> Validators:
+    def _validators(self, resource: Resource, route: rules.Route, request: Request) -> Validators:
         """Version-derived validators, known before rendering (declared versions only)."""
         assert resource.version is not None
         etag = version_etag(resource)

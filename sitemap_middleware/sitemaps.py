@@ -19,19 +19,19 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from .asgi import ASGIApp, SitemapASGIMiddleware
-from .cache import CacheStore, MemoryStore
+from .caching.replays import Replays
+from .caching.stores import CacheStore, MemoryStore
+from .concurrency.deadlines import THREAD_GRACE
 from .config import check_timeout
-from .deadlines import THREAD_GRACE
 from .engine import DEFAULT_MEASURE_TIMEOUT, Engine
 from .errors import ConfigurationError
 from .gateway import Gateway
-from .headers import HeaderPolicy
+from .protocol.render import MAX_BYTES, MAX_URLS
 from .providers import Call, Provider, ProviderFunc, Section
-from .render import MAX_BYTES, MAX_URLS
-from .replays import Replays
 from .service import Service
-from .sites import Sites
 from .stats import Stats
+from .web.headers import HeaderPolicy
+from .web.sites import Sites
 from .wsgi import SitemapWSGIMiddleware
 
 if TYPE_CHECKING:

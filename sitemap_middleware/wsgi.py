@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 from werkzeug.wsgi import ClosingIterator
 
-from ._http import mount_prefix
+from .concurrency.threads import Helpers
 from .config import check_count
 from .errors import ProviderError
 from .flow import AppAnswer, FetchApp, Offload, Step, Wait, run_blocking
 from .gateway import Configured
 from .providers import LoopRunner
-from .replies import Reply
-from .threads import Helpers
+from .web.replies import Reply
+from .web.rules import mount_prefix
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment

@@ -16,7 +16,7 @@ import pytest
 from werkzeug.test import Client as WerkzeugClient
 
 from sitemap_middleware import ProviderError, Sitemaps
-from sitemap_middleware.cache import MemoryStore
+from sitemap_middleware.caching.stores import MemoryStore
 
 from .conftest import NOW, Catalogue, build, counter, plain_asgi_app, plain_wsgi_app, wait_until
 from .xsd import locs, validate

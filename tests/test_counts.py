@@ -19,9 +19,9 @@ import pytest
 
 from sitemap_middleware import Sitemaps
 from sitemap_middleware.engine import Engine, PagePlan
+from sitemap_middleware.protocol.uris import Site
 from sitemap_middleware.providers import LoopRunner, Provider, Section
 from sitemap_middleware.stats import Stats
-from sitemap_middleware.uris import Site
 
 from .conftest import SitemapClient
 from .xsd import locs, validate

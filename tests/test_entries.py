@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sitemap_middleware import CHANGEFREQS, ConfigurationError, EntryError, Url
-from sitemap_middleware.entries import Normaliser, NormalUrl, w3c_datetime
-from sitemap_middleware.render import URLSET_HEAD, URLSET_TAIL
-from sitemap_middleware.uris import Site
+from sitemap_middleware.protocol.entries import Normaliser, NormalUrl, w3c_datetime
+from sitemap_middleware.protocol.render import URLSET_HEAD, URLSET_TAIL
+from sitemap_middleware.protocol.uris import Site
 
 from .xsd import NS, lastmods, locs, validate
 

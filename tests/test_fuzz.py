@@ -24,8 +24,8 @@ from lxml import etree
 from werkzeug.http import http_date, parse_accept_header
 
 from sitemap_middleware import EntryError, Sitemaps, Url
-from sitemap_middleware.entries import Normaliser
-from sitemap_middleware.uris import Site
+from sitemap_middleware.protocol.entries import Normaliser
+from sitemap_middleware.protocol.uris import Site
 
 from .conftest import Response, SitemapClient
 from .xsd import NS, locs, validate

@@ -16,8 +16,8 @@ import pytest
 from sitemap_middleware import ProviderError, Sitemaps
 from sitemap_middleware.engine import Engine
 from sitemap_middleware.errors import EntryError, MeasureLimitError
+from sitemap_middleware.protocol.uris import Site
 from sitemap_middleware.providers import LoopRunner, Provider, Section
-from sitemap_middleware.uris import Site
 
 from .conftest import SitemapClient
 from .xsd import locs, validate

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta, timezone
 
 from sitemap_middleware import EntryError, Url
-from sitemap_middleware.entries import Normaliser
-from sitemap_middleware.render import (
+from sitemap_middleware.protocol.entries import Normaliser
+from sitemap_middleware.protocol.render import (
     URLSET_HEAD,
     URLSET_TAIL,
     IndexEntry,
@@ -15,7 +15,7 @@ from sitemap_middleware.render import (
     PageWriter,
     render_index,
 )
-from sitemap_middleware.uris import Site
+from sitemap_middleware.protocol.uris import Site
 
 from .xsd import lastmods, locs, validate
 

@@ -16,11 +16,11 @@ import pytest
 from werkzeug.test import Client
 
 from sitemap_middleware import Sitemaps
-from sitemap_middleware.cache import Document, MemoryStore
-from sitemap_middleware.flights import Flights
-from sitemap_middleware.replays import Replays
-from sitemap_middleware.replies import Origin, Reply, Request
+from sitemap_middleware.caching.replays import Replays
+from sitemap_middleware.caching.stores import Document, MemoryStore
+from sitemap_middleware.concurrency.flights import Flights
 from sitemap_middleware.stats import Stats
+from sitemap_middleware.web.replies import Origin, Reply, Request
 
 from .conftest import BASE, NOW, Catalogue, build, plain_wsgi_app
 from .xsd import locs, validate

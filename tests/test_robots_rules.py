@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sitemap_middleware.robots import RobotsAnswer, default_robots, merge_robots, merged_robots
+from sitemap_middleware.web.robots import RobotsAnswer, default_robots, merge_robots, merged_robots
 
 INDEX = "https://shop.example/sitemap-index.xml"
 OTHER_INDEX = "https://shop.example/de/sitemap-index.xml"

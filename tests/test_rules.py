@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from lxml import etree
 
 from sitemap_middleware import Sitemaps
-from sitemap_middleware.entries import w3c_datetime
-from sitemap_middleware.xmltext import escape, escape_uri
+from sitemap_middleware.protocol.entries import w3c_datetime
+from sitemap_middleware.protocol.xmltext import escape, escape_uri
 
 from .conftest import SitemapClient
 

@@ -15,11 +15,11 @@ from lxml import etree
 from werkzeug.http import http_date, parse_date
 
 from sitemap_middleware import ConfigurationError, EntryError, Sitemaps, Url
-from sitemap_middleware._http import Validators, mount_prefix, not_modified
-from sitemap_middleware.entries import Normaliser
-from sitemap_middleware.sites import Sites
+from sitemap_middleware.protocol.entries import Normaliser
+from sitemap_middleware.protocol.uris import Site, remove_dot_segments
 from sitemap_middleware.stats import Stats
-from sitemap_middleware.uris import Site, remove_dot_segments
+from sitemap_middleware.web.rules import Validators, mount_prefix, not_modified
+from sitemap_middleware.web.sites import Sites
 
 from .conftest import SitemapClient
 

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from sitemap_middleware.deadlines import THREAD_GRACE, beat
-from sitemap_middleware.threads import Helpers
+from sitemap_middleware.concurrency.deadlines import THREAD_GRACE, beat
+from sitemap_middleware.concurrency.threads import Helpers
 
 TIMEOUT = 0.1  # the provider deadline; a thread is cut after TIMEOUT + THREAD_GRACE of silence
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import _http
-from ._http import Validators
-from .cache import Document
+from ..caching.stores import Document
+from . import rules
 from .replies import Request
+from .rules import Validators
 
 __all__ = ["DocumentHeaders", "HeaderPolicy", "Prepared", "is_not_modified", "representation", "wants_gzip"]
 
@@ -60,7 +60,7 @@ class DocumentHeaders:
         self.policy = policy
         self._prepared: dict[tuple[str, bool, bool], Prepared] = {}
 
-    def prepare(self, document: Document, key: str, route: _http.Route, gzip: bool) -> Prepared:
+    def prepare(self, document: Document, key: str, route: rules.Route, gzip: bool) -> Prepared:
         """Validators and both header sets of the document stored under ``key``.
 
         Formatting dates and headers per request was half the cost of a hit or a 304.
@@ -80,7 +80,7 @@ class DocumentHeaders:
         self._prepared[slot] = prepared
         return prepared
 
-    def not_modified(self, validators: Validators, route: _http.Route) -> list[tuple[str, str]]:
+    def not_modified(self, validators: Validators, route: rules.Route) -> list[tuple[str, str]]:
         headers = validators.headers()
         if self.policy.cache_control:
             headers.append(("Cache-Control", self.policy.cache_control))
@@ -88,13 +88,13 @@ class DocumentHeaders:
             headers.append(("Vary", "Accept-Encoding"))
         return headers
 
-    def base(self, route: _http.Route, gzip: bool) -> list[tuple[str, str]]:
+    def base(self, route: rules.Route, gzip: bool) -> list[tuple[str, str]]:
         """What every 200 of the route carries, before validators and length."""
         if route.gz_file:
             # A .gz file is a gzip document, not an encoded XML one: no Content-Encoding.
-            headers = [("Content-Type", _http.GZIP_TYPE)]
+            headers = [("Content-Type", rules.GZIP_TYPE)]
         else:
-            headers = [("Content-Type", _http.XML_TYPE), ("Vary", "Accept-Encoding")]
+            headers = [("Content-Type", rules.XML_TYPE), ("Vary", "Accept-Encoding")]
             if gzip:
                 headers.append(("Content-Encoding", "gzip"))
         if self.policy.cache_control:
@@ -104,8 +104,8 @@ class DocumentHeaders:
         return headers
 
 
-def wants_gzip(route: _http.Route, request: Request) -> bool:
-    return route.gz_file or _http.accepts_gzip(request.header("accept-encoding"))
+def wants_gzip(route: rules.Route, request: Request) -> bool:
+    return route.gz_file or rules.accepts_gzip(request.header("accept-encoding"))
 
 
 def representation(validators: Validators, gzip: bool) -> Validators:
@@ -116,6 +116,6 @@ def representation(validators: Validators, gzip: bool) -> Validators:
 
 
 def is_not_modified(validators: Validators, request: Request) -> bool:
-    return _http.not_modified(
+    return rules.not_modified(
         validators, request.header("if-none-match"), request.header("if-modified-since")
     )

@@ -27,8 +27,8 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
+from ..flow import Wait
 from .deadlines import Heartbeat, thread_deadline, within
-from .flow import Wait
 
 __all__ = ["Capacity", "Slot", "in_thread", "on_loop", "raise_unwrapped", "wait_for"]
 

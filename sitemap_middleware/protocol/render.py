@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from ..errors import EntryError
 from .entries import Normaliser
-from .errors import EntryError
 
 __all__ = ["IndexEntry", "Limits", "PageWriter", "render_index"]
 

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from .errors import ProviderError
+from ..errors import ProviderError
 
 __all__ = ["THREAD_GRACE", "Heartbeat", "beat", "thread_deadline", "within"]
 

@@ -28,9 +28,9 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass
 
-from .cache import MemoryStore
-from .replies import Origin, Reply, Request
-from .stats import Stats
+from ..stats import Stats
+from ..web.replies import Origin, Reply, Request
+from .stores import MemoryStore
 
 __all__ = ["Replays"]
 

@@ -24,7 +24,7 @@ from typing import Protocol
 
 from cachetools import TTLCache
 
-from .flights import Flights, SingleFlight
+from ..concurrency.flights import Flights, SingleFlight
 
 __all__ = ["CacheStore", "Document", "MemoryStore"]
 

@@ -26,7 +26,7 @@ from decimal import Decimal
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
-from .errors import EntryError
+from ..errors import EntryError
 from .uris import Site, canonical_host, quote_uri, remove_dot_segments
 from .xmltext import escape_uri
 

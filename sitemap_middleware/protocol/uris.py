@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
-from .errors import ConfigurationError
+from ..errors import ConfigurationError
 
 __all__ = ["Site", "canonical_host", "quote_uri", "remove_dot_segments"]
 

@@ -17,7 +17,7 @@ from typing import Literal
 
 from werkzeug.http import http_date, parse_accept_header, parse_date, parse_etags
 
-from .uris import quote_uri, remove_dot_segments
+from ..protocol.uris import quote_uri, remove_dot_segments
 
 __all__ = ["Route", "Validators", "accepts_gzip", "match_route", "mount_prefix", "not_modified"]
 

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Literal
 
-from ._http import Route
-from .cache import CacheStore
-from .errors import ProviderError
-from .providers import AsyncRunner, Call, Section, resolve
-from .uris import Site
+from ..errors import ProviderError
+from ..protocol.uris import Site
+from ..providers import AsyncRunner, Call, Section, resolve
+from ..web.rules import Route
+from .stores import CacheStore
 
 __all__ = ["Resource", "Resources", "Version", "version_etag"]
 

@@ -11,8 +11,8 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from . import _http
-from .cache import Document
+from ..caching.stores import Document
+from . import rules
 from .sites import HOST_HEADERS
 
 __all__ = [
@@ -124,15 +124,15 @@ def unavailable() -> Reply:
     return plain(503, b"Sitemap temporarily unavailable\n", [("Retry-After", str(RETRY_AFTER_SECONDS))])
 
 
-def early(route: _http.Route, request: Request) -> Reply | None:
+def early(route: rules.Route, request: Request) -> Reply | None:
     """Answers that need neither the cache nor a provider."""
-    if request.method not in _http.ALLOWED_METHODS:
-        return plain(405, b"Method Not Allowed\n", [("Allow", _http.ALLOW_HEADER)])
+    if request.method not in rules.ALLOWED_METHODS:
+        return plain(405, b"Method Not Allowed\n", [("Allow", rules.ALLOW_HEADER)])
     if route.kind == "missing":
         return plain(404, b"Not Found\n")
     return None
 
 
 def plain(status: int, body: bytes, extra: list[tuple[str, str]] | None = None) -> Reply:
-    headers = [("Content-Type", _http.TEXT_TYPE), ("Content-Length", str(len(body)))]
+    headers = [("Content-Type", rules.TEXT_TYPE), ("Content-Length", str(len(body)))]
     return Reply(status, headers + (extra or []), body)

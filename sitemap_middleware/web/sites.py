@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .errors import ConfigurationError
-from .uris import Site
+from ..errors import ConfigurationError
+from ..protocol.uris import Site
 
 __all__ = ["HOST_HEADERS", "Sites"]
 
