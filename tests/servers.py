@@ -38,8 +38,8 @@ class _QuietHandler(WSGIRequestHandler):
 
 
 @contextmanager
-def uvicorn_serving(app: Any, root_path: str = "") -> Iterator[int]:
-    """Serve the ASGI ``app`` with uvicorn in a thread; yields the port."""
+def uvicorn_serving(app: Any, root_path: str = "", http: str = "h11") -> Iterator[int]:
+    """Serve the ASGI ``app`` with uvicorn (``http``: its h11 or httptools protocol) in a thread."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     config = uvicorn.Config(
@@ -48,7 +48,7 @@ def uvicorn_serving(app: Any, root_path: str = "") -> Iterator[int]:
         log_config=None,
         access_log=False,
         ws="none",
-        http="h11",
+        http=http,
         timeout_graceful_shutdown=2,
     )
     server = uvicorn.Server(config)

@@ -9,16 +9,20 @@ answered at once and the page is cached again.
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import anyio
+import pytest
 from werkzeug.test import Client
 
 from sitemap_middleware import Sitemaps
 
-from .conftest import plain_wsgi_app
+from .conftest import plain_wsgi_app, wait_until
+from .servers import Server, uvicorn_serving
 from .test_asgi_raw import BASE, Receive, Recorder, RecordingApp, http_scope
 from .xsd import locs, validate
 
@@ -244,3 +248,23 @@ def test_a_hung_sync_provider_never_holds_more_threads_than_render_threads():
         release.set()
     assert statuses == [503] * 8
     assert most[0] <= 2
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("http", ["h11", "httptools"])
+def test_uvicorn_client_gone_before_the_first_byte_leaves_the_page_answerable(http):
+    gate = Gate(closed=1)
+    sitemaps = cold(gate)
+    with uvicorn_serving(sitemaps.asgi(RecordingApp()), http=http) as port:
+        with socket.create_connection(("127.0.0.1", port)) as hung_up:
+            hung_up.sendall(f"GET {PAGE} HTTP/1.1\r\nHost: shop.example\r\n\r\n".encode())
+            wait_until(lambda: gate.calls == 1, "the provider to be asked")
+        # The client is gone while its page waits for the provider's first URL.
+        gate.open.set()
+        started = time.monotonic()
+        got = Server(port, "none").get(PAGE)
+        again = Server(port, "none").get(PAGE)
+    assert got.status == 200
+    assert len(locs(validate(got.body))) == 5
+    assert time.monotonic() - started < SOON
+    assert again.headers["ETag"]  # stored again: the page is whole once more
