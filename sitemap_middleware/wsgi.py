@@ -14,16 +14,15 @@ same environ and the original ``start_response``: nothing is wrapped or buffered
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from functools import partial
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from werkzeug.wsgi import ClosingIterator
 
-from .concurrency.threads import Helpers
+from .concurrency.threads import Helpers, HelperStream
 from .config import check_count
-from .errors import ProviderError
 from .flow import AppAnswer, FetchApp, Offload, Step, Wait, run_blocking
 from .gateway import Configured
 from .providers import LoopRunner
@@ -36,7 +35,6 @@ if TYPE_CHECKING:
 __all__ = ["SitemapWSGIMiddleware", "WSGIApplication"]
 
 _STATUS_LINES: dict[int, str] = {}
-_DONE = object()
 
 
 class SitemapWSGIMiddleware:
@@ -85,7 +83,7 @@ class SitemapWSGIMiddleware:
         if self._helpers is not None and not isinstance(reply.body, bytes):
             # A body streamed by helpers closes its runner itself, on a helper.
             return _respond(
-                _Deadlined.wrap(reply, self._helpers, self._timeout, runner), head, start_response
+                HelperStream.wrap(reply, self._helpers, self._timeout, runner.close), head, start_response
             )
         return _respond(reply, head, start_response, runner.close)
 
@@ -98,55 +96,6 @@ class SitemapWSGIMiddleware:
             return step.block()
         assert isinstance(step, FetchApp)
         return _fetch_app(self.app, {**environ, "REQUEST_METHOD": "GET"})
-
-
-class _Deadlined:
-    """A page body rendered by helpers, each chunk within the deadline or the page aborted.
-
-    Closing happens on a helper too: the provider's ``finally`` (a cursor's close) runs
-    where its other code ran, as under ASGI. After a stall the render is abandoned.
-    """
-
-    def __init__(self, reply: Reply, helpers: Helpers, timeout: float | None, runner: LoopRunner) -> None:
-        assert not isinstance(reply.body, bytes)
-        self._reply = reply
-        self._chunks: Iterator[bytes] = reply.body
-        self._helpers = helpers
-        self._timeout = timeout
-        self._runner = runner
-        self._stalled = False
-
-    @classmethod
-    def wrap(cls, reply: Reply, helpers: Helpers, timeout: float | None, runner: LoopRunner) -> Reply:
-        # Finishing the wrapper closes this body, which finishes the reply on a helper.
-        return Reply(reply.status, reply.headers, cls(reply, helpers, timeout, runner))
-
-    def __iter__(self) -> _Deadlined:
-        return self
-
-    def __next__(self) -> bytes:
-        try:
-            chunk = self._helpers.run(partial(next, self._chunks, _DONE), self._timeout)
-        except TimeoutError:
-            self._stalled = True
-            raise ProviderError.stalled(self._timeout) from None
-        if chunk is _DONE:
-            raise StopIteration
-        assert isinstance(chunk, bytes)
-        return chunk
-
-    def close(self) -> None:
-        if self._stalled:
-            # The helper is still inside the provider: give up what the render holds now
-            # (the generator is closed once that call returns and drops it).
-            self._reply.finish()
-            return
-        try:
-            self._helpers.run(self._reply.finish, self._timeout)
-        except TimeoutError:
-            self._reply.finish()  # a provider's cleanup that hangs: release the rest here
-            return
-        self._runner.close()
 
 
 def _respond(

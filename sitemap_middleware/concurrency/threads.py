@@ -19,13 +19,15 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any, Generic, TypeVar
 
+from ..errors import ProviderError
+from ..web.replies import Reply
 from .deadlines import Heartbeat, thread_deadline
 
-__all__ = ["Helpers"]
+__all__ = ["HelperStream", "Helpers"]
 
 T = TypeVar("T")
 
@@ -113,3 +115,59 @@ class Helpers:
             finally:
                 job.done.set()
                 del job
+
+
+_DONE = object()
+
+
+class HelperStream:
+    """A page body rendered by helpers, each chunk within the deadline or the page aborted.
+
+    Closing happens on a helper too: the provider's ``finally`` (a cursor's close) runs
+    where its other code ran, as under ASGI. After a stall the render is abandoned.
+    """
+
+    def __init__(
+        self, reply: Reply, helpers: Helpers, timeout: float | None, on_close: Callable[[], None]
+    ) -> None:
+        assert not isinstance(reply.body, bytes)
+        self._reply = reply
+        self._chunks: Iterator[bytes] = reply.body
+        self._helpers = helpers
+        self._timeout = timeout
+        self._on_close = on_close
+        self._stalled = False
+
+    @classmethod
+    def wrap(
+        cls, reply: Reply, helpers: Helpers, timeout: float | None, on_close: Callable[[], None]
+    ) -> Reply:
+        # Finishing the wrapper closes this body, which finishes the reply on a helper.
+        return Reply(reply.status, reply.headers, cls(reply, helpers, timeout, on_close))
+
+    def __iter__(self) -> HelperStream:
+        return self
+
+    def __next__(self) -> bytes:
+        try:
+            chunk = self._helpers.run(partial(next, self._chunks, _DONE), self._timeout)
+        except TimeoutError:
+            self._stalled = True
+            raise ProviderError.stalled(self._timeout) from None
+        if chunk is _DONE:
+            raise StopIteration
+        assert isinstance(chunk, bytes)
+        return chunk
+
+    def close(self) -> None:
+        if self._stalled:
+            # The helper is still inside the provider: give up what the render holds now
+            # (the generator is closed once that call returns and drops it).
+            self._reply.finish()
+            return
+        try:
+            self._helpers.run(self._reply.finish, self._timeout)
+        except TimeoutError:
+            self._reply.finish()  # a provider's cleanup that hangs: release the rest here
+            return
+        self._on_close()
