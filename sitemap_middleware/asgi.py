@@ -69,6 +69,8 @@ class SitemapASGIMiddleware:
         self.app = app
         self._gateway = sitemaps.gateway
         self._timeout = sitemaps.gateway.provider_timeout
+        # The request headers the gateway reads, as servers send them (lowercase bytes).
+        self._wanted = {name.encode("latin-1"): name for name in sitemaps.gateway.request_headers}
         self._render_threads = check_count("render_threads", render_threads)
         self._max_renders = check_count("max_renders", max_renders)
         self._send_timeout = check_timeout("send_timeout", send_timeout)
@@ -86,11 +88,11 @@ class SitemapASGIMiddleware:
         if route is None:
             await self.app(scope, receive, send)
             return
-        wanted = gateway.request_headers
+        wanted = self._wanted
         headers = {}
         for name, value in scope.get("headers", ()):
-            text = name.decode("latin-1")
-            if text in wanted:
+            text = wanted.get(name)
+            if text is not None:
                 headers[text] = value.decode("latin-1")
         request = gateway.request(
             scope["method"].upper(), path, mount_prefix(scope.get("root_path", "")), headers

@@ -27,7 +27,7 @@ from .test_asgi_raw import BASE, Receive, Recorder, RecordingApp, http_scope
 from .xsd import locs, validate
 
 PAGE = "/sitemap-products-1.xml"
-SOON = 5.0  # seconds: far less than the 60 s a wedged page made every later request wait
+SOON = 8.0  # seconds: far less than the 60 s a wedged page made every later request wait
 
 
 class Gone:

@@ -36,7 +36,7 @@ __all__ = ["CLIENT_PATIENCE", "FOLLOW_TIMEOUT", "Flight", "Flights", "SingleFlig
 FOLLOW_TIMEOUT = 60.0
 # A leader blocked this long handing one chunk to its client has a slow reader: its
 # followers stop waiting for it and render the page themselves.
-CLIENT_PATIENCE = 2.0
+CLIENT_PATIENCE = 5.0
 
 
 class Flight:
