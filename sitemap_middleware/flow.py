@@ -176,38 +176,37 @@ def robots(service: Service, request: Request) -> Flow[Reply]:
 
 
 def run_blocking(flow: Flow[T], perform: Callable[[Step], Any]) -> T:
-    """Drive ``flow`` to its result on this thread; ``perform`` does each step."""
-    value: Any = None
-    error: BaseException | None = None
+    """Drive ``flow`` to its result on this thread; ``perform`` does each step.
+
+    What a step raises is thrown into the flow, which decides what it answers.
+    """
     try:
+        step = flow.send(None)
         while True:
             try:
-                step = flow.send(value) if error is None else flow.throw(error)
-            except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
-            value, error = None, None
-            try:
                 value = perform(step)
-            except BaseException as exc:  # handed to the flow, which decides
-                error = exc
+            except BaseException as error:
+                step = flow.throw(error)
+            else:
+                step = flow.send(value)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
     finally:
         flow.close()
 
 
 async def run_async(flow: Flow[T], perform: Callable[[Step], Awaitable[Any]]) -> T:
-    """Drive ``flow`` to its result on the event loop; ``perform`` awaits each step."""
-    value: Any = None
-    error: BaseException | None = None
+    """`run_blocking`'s twin on the event loop: ``perform`` awaits each step."""
     try:
+        step = flow.send(None)
         while True:
             try:
-                step = flow.send(value) if error is None else flow.throw(error)
-            except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
-            value, error = None, None
-            try:
                 value = await perform(step)
-            except BaseException as exc:  # handed to the flow, which decides
-                error = exc
+            except BaseException as error:
+                step = flow.throw(error)
+            else:
+                step = flow.send(value)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
     finally:
         flow.close()
