@@ -20,6 +20,7 @@ from .caching.stores import CacheStore, Document, MemoryStore
 from .errors import ConfigurationError, EntryError, ProviderError, SitemapError
 from .protocol.entries import CHANGEFREQS, Url
 from .sitemaps import Sitemaps
+from .web.sites import Hosts
 from .wsgi import SitemapWSGIMiddleware
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "ConfigurationError",
     "Document",
     "EntryError",
+    "Hosts",
     "MemoryStore",
     "ProviderError",
     "SitemapASGIMiddleware",

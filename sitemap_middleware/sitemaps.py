@@ -31,7 +31,7 @@ from .providers import Call, Provider, ProviderFunc, Section
 from .service import Service
 from .stats import Stats
 from .web.headers import HeaderPolicy
-from .web.sites import Sites
+from .web.sites import Hosts, Sites
 from .wsgi import SitemapWSGIMiddleware
 
 if TYPE_CHECKING:
@@ -71,12 +71,10 @@ class Sitemaps:
     - ``cache_control``: the ``Cache-Control`` of sitemap documents (``None`` omits it).
     - ``robots_tag``: the ``X-Robots-Tag`` of sitemap documents, so the XML files
       themselves stay out of search results (``None`` omits it).
-    - ``hosts``: serve several sites from one app: a list of host names (same scheme and
-      path as ``base_url``) or a mapping of host name to base URL. Only listed hosts
-      are ever used; any other ``Host`` gets ``base_url``'s site, or a 400 with
-      ``reject_unknown_hosts=True``. Without ``hosts``, ``Host`` is never read.
-    - ``trust_forwarded``: pick the site from ``Forwarded``/``X-Forwarded-Host`` (only
-      behind a proxy you run, which overwrites them).
+    - ``hosts``: serve several sites from one app: a `Hosts` (the allow-list, and whether
+      to reject other hosts or trust forwarded headers), or just its list of host names
+      or mapping of host name to base URL. Any other ``Host`` gets ``base_url``'s site.
+      Without ``hosts``, ``Host`` is never read.
     - ``provider_timeout``: seconds a provider may take to produce its next batch (or a
       version or count) before the request gets a 503, or an aborted page once
       streaming. Enforced for async providers everywhere and for sync providers under
@@ -104,16 +102,12 @@ class Sitemaps:
         cache: CacheStore | bool | None = True,
         cache_control: str | None = DEFAULT_CACHE_CONTROL,
         robots_tag: str | None = "noindex",
-        hosts: Sequence[str] | Mapping[str, str] | None = None,
-        reject_unknown_hosts: bool = False,
-        trust_forwarded: bool = False,
+        hosts: Hosts | Sequence[str] | Mapping[str, str] | None = None,
         provider_timeout: float | None = DEFAULT_PROVIDER_TIMEOUT,
         measure_timeout: float | None = DEFAULT_MEASURE_TIMEOUT,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.sites = Sites(
-            base_url, hosts, reject_unknown=reject_unknown_hosts, trust_forwarded=trust_forwarded
-        )
+        self.sites = Sites(base_url, hosts)
         self.site = self.sites.default
         self.page_size = _check_page_size(page_size)
         if isinstance(max_page_bytes, bool) or not isinstance(max_page_bytes, int):

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from lxml import etree
 from werkzeug.http import http_date, parse_accept_header
 
-from sitemap_middleware import EntryError, Sitemaps, Url
+from sitemap_middleware import EntryError, Hosts, Sitemaps, Url
 from sitemap_middleware.protocol.entries import Normaliser
 from sitemap_middleware.protocol.uris import Site
 
@@ -677,7 +677,7 @@ def document(response: Response, path: str) -> bytes:
         pytest.param({}, id="one-site"),
         pytest.param({"hosts": ["shop.example.de"]}, id="allow-list"),
         pytest.param(
-            {"hosts": {"blog.example": "https://blog.example/en"}, "trust_forwarded": True},
+            {"hosts": Hosts({"blog.example": "https://blog.example/en"}, trust_forwarded=True)},
             id="allow-list-behind-a-proxy",
         ),
     ],

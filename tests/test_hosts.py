@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sitemap_middleware import ConfigurationError, Sitemaps
+from sitemap_middleware import ConfigurationError, Hosts, Sitemaps
 
 from .xsd import locs, validate
 
@@ -57,14 +57,14 @@ def test_unlisted_host_gets_the_default_site(make_client):
 
 
 def test_unlisted_host_gets_400_when_rejecting(make_client):
-    client = make_client(multi(hosts=["shop.example.de"], reject_unknown_hosts=True))
+    client = make_client(multi(hosts=Hosts(["shop.example.de"], reject_unknown=True)))
     assert client.get(PAGE, {"Host": "evil.example"}).status == 400
     assert client.get("/robots.txt", {"Host": "evil.example"}).status == 400
     assert client.get(PAGE, {"Host": "shop.example.de"}).status == 200
 
 
 def test_unlisted_host_still_reaches_the_app_on_its_own_paths(make_client):
-    client = make_client(multi(hosts=["shop.example.de"], reject_unknown_hosts=True))
+    client = make_client(multi(hosts=Hosts(["shop.example.de"], reject_unknown=True)))
     response = client.get("/cart", {"Host": "evil.example"})
     assert (response.status, response.body) == (200, b"app:GET /cart")
 
@@ -78,14 +78,14 @@ def test_unlisted_host_still_reaches_the_app_on_its_own_paths(make_client):
 )
 def test_forwarded_host_is_ignored_unless_trusted(make_client, headers):
     untrusted = make_client(multi(hosts=["shop.example.de"]))
-    trusted = make_client(multi(hosts=["shop.example.de"], trust_forwarded=True))
+    trusted = make_client(multi(hosts=Hosts(["shop.example.de"], trust_forwarded=True)))
     request = {"Host": "internal:8000", **headers}
     assert locs(validate(untrusted.get(PAGE, request).body))[0] == f"{BASE}/p/1"
     assert locs(validate(trusted.get(PAGE, request).body))[0] == "https://shop.example.de/p/1"
 
 
 def test_trusted_forwarded_host_reads_the_value_our_proxy_appended(make_client):
-    client = make_client(multi(hosts=["shop.example.de"], trust_forwarded=True))
+    client = make_client(multi(hosts=Hosts(["shop.example.de"], trust_forwarded=True)))
     spoofed = {"Host": "internal", "X-Forwarded-Host": "shop.example.de, shop.example"}
     assert locs(validate(client.get(PAGE, spoofed).body))[0] == f"{BASE}/p/1"
 
@@ -113,9 +113,8 @@ def test_provider_taking_base_url_is_told_which_site(make_client):
 @pytest.mark.parametrize(
     "options",
     [
-        pytest.param({"reject_unknown_hosts": True}, id="reject-without-hosts"),
-        pytest.param({"trust_forwarded": True}, id="forwarded-without-hosts"),
         pytest.param({"hosts": "shop.example.de"}, id="hosts-as-string"),
+        pytest.param({"hosts": Hosts("shop.example.de")}, id="hosts-names-as-string"),
         pytest.param({"hosts": {"x.example": "ftp://x.example"}}, id="bad-url-in-mapping"),
     ],
 )

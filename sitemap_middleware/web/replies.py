@@ -115,7 +115,7 @@ class Reply:
 
 
 def unknown_host() -> Reply:
-    """The answer for a host outside the allow-list, with ``reject_unknown_hosts=True``."""
+    """The answer for a host outside the allow-list, with ``Hosts(..., reject_unknown=True)``."""
     return plain(400, b"Unknown host\n")
 
 

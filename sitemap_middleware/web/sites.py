@@ -14,36 +14,53 @@ Forwarded headers (``Forwarded: host=``, ``X-Forwarded-Host``) are read only wit
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from ..errors import ConfigurationError
 from ..protocol.uris import Site
 
-__all__ = ["HOST_HEADERS", "Sites"]
+__all__ = ["HOST_HEADERS", "Hosts", "Sites"]
 
 # The request headers `Sites.pick` may read, lowercase.
 HOST_HEADERS = frozenset({"host", "forwarded", "x-forwarded-host"})
 _DEFAULT_PORT_SUFFIXES = (":80", ":443")
 
 
+@dataclass(frozen=True, slots=True)
+class Hosts:
+    """Several sites served by one app, and how a request picks its own.
+
+    Example::
+
+        Sitemaps(base_url="https://shop.example",
+                 hosts=Hosts({"shop.example.de": "https://shop.example.de"}, reject_unknown=True))
+
+    - ``names``: host names (same scheme and path as ``base_url``) or a mapping of host
+      name to base URL. Only listed hosts, and ``base_url``'s, are ever used.
+    - ``reject_unknown``: any other ``Host`` gets a 400 (by default, ``base_url``'s site).
+    - ``trust_forwarded``: pick the site from ``Forwarded``/``X-Forwarded-Host`` (only
+      behind a proxy you run, which overwrites them).
+    """
+
+    names: Sequence[str] | Mapping[str, str] = ()
+    reject_unknown: bool = False
+    trust_forwarded: bool = False
+
+
 class Sites:
     """The allow-list of sites; config is parsed once, here, and misconfiguration raises."""
 
-    def __init__(
-        self,
-        base_url: str,
-        hosts: Sequence[str] | Mapping[str, str] | None = None,
-        *,
-        reject_unknown: bool = False,
-        trust_forwarded: bool = False,
-    ) -> None:
+    def __init__(self, base_url: str, hosts: Hosts | Sequence[str] | Mapping[str, str] | None = None) -> None:
         self.default = Site.parse(base_url)
-        self.reject_unknown = reject_unknown
-        self.trust_forwarded = trust_forwarded
         self._by_host: dict[str, Site] = {}
         if hosts is None:
-            if reject_unknown or trust_forwarded:
-                raise ConfigurationError("reject_unknown and trust_forwarded need a hosts allow-list")
+            self.reject_unknown = self.trust_forwarded = False
             return
+        if not isinstance(hosts, Hosts):
+            hosts = Hosts(hosts)
+        self.reject_unknown = bool(hosts.reject_unknown)
+        self.trust_forwarded = bool(hosts.trust_forwarded)
+        hosts = hosts.names
         if isinstance(hosts, str):
             raise ConfigurationError("hosts must be a list of host names or a mapping, not a string")
         self._by_host[_host_key(self.default.host)] = self.default
