@@ -24,11 +24,12 @@ from dataclasses import dataclass
 
 from .concurrency.deadlines import beat
 from .errors import EntryError, MeasureLimitError, ProviderError
-from .protocol.entries import Normaliser
+from .protocol.entries import Normaliser, w3c_datetime
 from .protocol.render import MAX_BYTES, MAX_SITEMAPS, IndexEntry, Limits, PageWriter, render_index
 from .protocol.uris import Site
 from .protocol.xmltext import escape
-from .providers import AsyncRunner, Batches, Section
+from .providers import AsyncRunner, Batches, Section, resolve
+from .sources import Key
 from .stats import logger
 
 __all__ = ["DEFAULT_MEASURE_TIMEOUT", "Engine", "MismatchListener", "PagePlan", "SkipListener"]
@@ -53,7 +54,9 @@ class PagePlan:
       trillion-entry section costs what locating page 1 does.
     """
 
-    starts: Sequence[int]  # a tuple when measured, a range when counted: O(1) to index either way
+    # A tuple when measured (raw positions) or paged (first keys), a range when counted:
+    # O(1) to index either way.
+    starts: Sequence[Key]
     lastmods: tuple[str | None, ...]  # one per measured page; empty when counted (none was measured)
     window: int | None = None  # raw entries per page, when pages are fixed windows
     count: int | None = None  # raw entries in all, when pages are fixed windows
@@ -71,8 +74,8 @@ class PagePlan:
     def pages(self) -> int:
         return len(self.starts)
 
-    def start(self, number: int) -> int:
-        """Raw position where page ``number`` (1-based, at most `pages`) starts."""
+    def start(self, number: int) -> Key:
+        """Where page ``number`` (1-based, at most `pages`) starts: a raw position, or a key."""
         return self.starts[self._index(number)]
 
     def lastmod(self, number: int) -> str | None:
@@ -194,6 +197,40 @@ class Engine:
             lastmods.append(writer.lastmod)
         return PagePlan(tuple(starts), tuple(lastmods))
 
+    def keyed_plan(self, section: Section, run_async: AsyncRunner) -> PagePlan:
+        """The plan a paged source gives: its pages' first keys and lastmods, one query, no iterating.
+
+        Keys must be ints, strings or floats (a plan is stored as JSON); lastmods are
+        written by the one W3C Datetime rule, and a bad one is left out (and counted) rather
+        than failing the index.
+        """
+        source = section.provider.source
+        assert source is not None
+        try:
+            listed = resolve(source.pages(section.page_size), run_async)
+            starts: list[Key] = []
+            lastmods: list[str | None] = []
+            for first, *rest in listed:  # type: ignore[attr-defined]
+                if isinstance(first, bool) or not isinstance(first, int | str | float):
+                    raise TypeError(f"page key {first!r} is not an int, str or float")
+                starts.append(first)
+                lastmods.append(self._lastmod(section, rest[0] if rest else None))
+                beat()
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise ProviderError(f"pages() of section {section.name!r} raised {exc!r}") from exc
+        return PagePlan(tuple(starts), tuple(lastmods), window=section.page_size)
+
+    def _lastmod(self, section: Section, value: object) -> str | None:
+        if value is None:
+            return None
+        try:
+            return w3c_datetime(value)
+        except EntryError as error:
+            self._on_skip(section.name, error, value)
+            return None
+
     def counted_plan(
         self,
         section: Section,
@@ -236,6 +273,7 @@ class Engine:
         if windows.pages == 0:
             return None
         last = windows.start(windows.pages)
+        assert isinstance(last, int)  # counted windows start at raw positions
         writer = self._writer(section, prefix, quiet=True)
         taken = 0
         with closing(_pull(section, last, run_async, count - last, base_url=self.site.root)) as window:
@@ -261,7 +299,7 @@ class Engine:
     def page(
         self,
         section: Section,
-        start: int,
+        start: Key,
         run_async: AsyncRunner,
         *,
         prefix: str = "",
@@ -289,7 +327,7 @@ class Engine:
             return None
         return _prepend(first, stream)
 
-    def _empty_window(self, section: Section, start: int, window: int) -> None:
+    def _empty_window(self, section: Section, start: Key, window: int) -> None:
         """A listed window with no valid entry: its section is measured from now on, under this count.
 
         `counted_plan` checks only the edges (checking every window is measuring), so a
@@ -297,16 +335,24 @@ class Engine:
         (there is no URL in it to lose); the mismatch is reported, and every plan after it
         measures the section until its count changes, so no index lists that file again.
         """
+        if section.paged:
+            # Rows deleted since the pages were planned: the plan is what must go.
+            problem = f"the page from {_where(start)} holds no valid entry (the source changed?)"
+            logger.warning("sitemap section %r: %s; planning its pages again", section.name, problem)
+            if self._on_mismatch is not None:
+                self._on_mismatch(section.name, problem)
+            return
         count = self._declared.get(section.name)
         if count is not None:
             self._distrusted[section.name] = count
         self._mismatch(section, f"{_window_text(start, window)} holds no valid entry")
 
-    def _overflow(self, section: Section, start: int, writer: PageWriter) -> None:
+    def _overflow(self, section: Section, start: Key, writer: PageWriter) -> None:
         """A fixed window held more bytes than a file may: its tail cannot be served."""
         error = EntryError(
             "page over max_page_bytes",
-            f"entries after raw position {start + writer.consumed:,} do not fit in a page of "
+            f"entries past the first {writer.consumed:,} of the page from {_where(start)} "
+            f"do not fit in a page of "
             f"{self._max_bytes:,} bytes; lower page_size for section {section.name!r}",
         )
         if self._strict:
@@ -338,12 +384,16 @@ class Engine:
         return render_index(entries) if entries else None
 
 
-def _window_text(start: int, size: int) -> str:
-    return f"the window of {size:,} raw entries from position {start:,}"
+def _window_text(start: Key, size: int) -> str:
+    return f"the window of {size:,} raw entries from {_where(start)}"
+
+
+def _where(start: Key) -> str:
+    return f"raw position {start:,}" if isinstance(start, int) else f"key {start!r}"
 
 
 def _pull(
-    section: Section, start: int, run_async: AsyncRunner, limit: int | None = None, *, base_url: str
+    section: Section, start: Key, run_async: AsyncRunner, limit: int | None = None, *, base_url: str
 ) -> Batches:
     """The provider's batches, with anything it raises turned into a `ProviderError`."""
     batches = section.provider.batches(start, run_async, limit, base_url=base_url)

@@ -34,11 +34,14 @@ from collections.abc import (
 )
 from contextlib import suppress
 from dataclasses import dataclass
+from functools import partial
 from itertools import islice
 from typing import Any, Protocol, TypeVar
 
 from .concurrency.deadlines import within
 from .errors import ConfigurationError, ProviderError
+from .protocol.render import MAX_URLS
+from .sources import Key, PagedSource
 
 __all__ = [
     "AsyncRunner",
@@ -160,20 +163,25 @@ def _uncallable(
 
 @dataclass(frozen=True, slots=True)
 class Provider:
-    """A registered callable and the shape-agnostic way to pull its entries.
+    """A registered callable (or paged source) and the shape-agnostic way to pull its entries.
 
     A provider whose callable takes ``offset`` and ``limit`` keyword arguments is
     *windowed*: it is asked for exactly the rows of one page (``LIMIT``/``OFFSET`` in
     SQL), instead of being iterated from the start and skipped forward. ``limit`` is
-    ``None`` when every row from ``offset`` on is wanted.
+    ``None`` when every row from ``offset`` on is wanted. A `sources.PagedSource` is
+    asked for one page's entries from its first key on (``WHERE key >= :first``).
     """
 
     name: str
     call: Call
+    source: PagedSource | None = None
 
     @classmethod
-    def wrap(cls, name: str, func: ProviderFunc) -> Provider:
+    def wrap(cls, name: str, func: ProviderFunc | PagedSource) -> Provider:
         """Check ``func``'s signature (a `ConfigurationError` if we could never call it)."""
+        if isinstance(func, PagedSource) and not callable(func):
+            return cls(name, Call(func.entries), func)
+        assert callable(func)
         return cls(name, Call.of(func, offered=OFFERED_KEYWORDS, what=f"provider for {name!r}"))
 
     @property
@@ -181,36 +189,44 @@ class Provider:
         return self.call.accepts >= WINDOW_KEYWORDS
 
     def batches(
-        self, start: int, run_async: AsyncRunner, limit: int | None = None, *, base_url: str = ""
+        self, start: Key, run_async: AsyncRunner, limit: int | None = None, *, base_url: str = ""
     ) -> Batches:
-        """At most ``limit`` entries from raw position ``start`` on, in growing batches.
+        """At most ``limit`` entries from ``start`` on, in growing batches: a raw position,
+        or a paged source's key.
 
         Closing the returned generator closes the provider's iterator too, so database
         cursors are released when a client goes away mid-page.
         """
-        if self.windowed:
+        skip = 0  # entries to pass over first (a provider that is neither windowed nor paged)
+        if self.source is not None:
+            # A page of a paged source is never more than 50,000 entries.
+            result = self._resolve(run_async, partial(self.source.entries, start, limit or MAX_URLS))
+        elif self.windowed:
             result = self._call(run_async, base_url=base_url, offset=start, limit=limit)
-            start = 0  # the window already begins at ``start``
         else:
+            assert isinstance(start, int)
             result = self._call(run_async, base_url=base_url)
+            skip = start
         if isinstance(result, (str, bytes, Mapping)):
             raise self._wrong_type(result)
         if isinstance(result, Sequence):
-            batches = _sequence_batches(result, start)
+            batches = _sequence_batches(result, skip)
         elif isinstance(result, Iterable):
-            batches = _iterator_batches(iter(result), start)
+            batches = _iterator_batches(iter(result), skip)
         elif isinstance(result, AsyncIterable):
-            batches = _async_batches(result.__aiter__(), start, run_async)
+            batches = _async_batches(result.__aiter__(), skip, run_async)
         else:
             raise self._wrong_type(result)
         return batches if limit is None else _capped(batches, limit)
 
     def _call(self, run_async: AsyncRunner, **offered: object) -> object:
+        return self._resolve(run_async, partial(self.call, **offered))
+
+    def _resolve(self, run_async: AsyncRunner, call: Callable[[], object]) -> object:
         try:
-            result = resolve(self.call(**offered), run_async)
+            return resolve(call(), run_async)
         except Exception as exc:
             raise ProviderError(f"provider {self.name!r} raised {exc!r}") from exc
-        return result
 
     def _wrong_type(self, result: object) -> ProviderError:
         return ProviderError(
@@ -318,3 +334,8 @@ class Section:
         self.page_size = page_size
         self.version = version
         self.count = count
+
+    @property
+    def paged(self) -> bool:
+        """Whether a `sources.PagedSource` knows this section's pages."""
+        return self.provider.source is not None

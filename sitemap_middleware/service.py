@@ -215,7 +215,7 @@ class Service:
     def _page_stream(
         self, section: Section, number: int, prefix: str, run_async: AsyncRunner
     ) -> Iterator[bytes] | None:
-        if number == 1 and section.count is None:
+        if number == 1 and section.count is None and not section.paged:
             # Page 1 starts at 0: no plan needed.
             return self.engine.page(section, 0, run_async, prefix=prefix)
         plan = self._plan(section, prefix, run_async, until=number)
@@ -314,12 +314,17 @@ class Service:
             key = f"plan|{self.engine.site.root}{prefix}|{section.name}|{generation}|count:{count}"
         else:
             if store is None:
+                if section.paged:
+                    return self.engine.keyed_plan(section, run_async)
                 return self.engine.plan(section, run_async, prefix=prefix, until=until)
             version = self.resources.version(section, run_async)
             generation = store.generation(section.name)
             token = version and version.token
             key = f"plan|{self.engine.site.root}{prefix}|{section.name}|{generation}|{token}"
-            plan_of = partial(self.engine.plan, section, prefix=prefix)
+            if section.paged:
+                plan_of = partial(self.engine.keyed_plan, section)
+            else:
+                plan_of = partial(self.engine.plan, section, prefix=prefix)
 
         def lookup() -> PagePlan | None:
             stored = store.get(key)

@@ -29,6 +29,7 @@ from .gateway import Gateway
 from .protocol.render import MAX_BYTES, MAX_URLS
 from .providers import Call, Provider, ProviderFunc, Section
 from .service import Service
+from .sources import PagedSource
 from .stats import Stats
 from .web.headers import HeaderPolicy
 from .web.sites import Hosts, Sites
@@ -195,19 +196,31 @@ class Sitemaps:
     def add_provider(
         self,
         name: str,
-        func: ProviderFunc,
+        func: ProviderFunc | PagedSource,
         *,
         page_size: int | None = None,
         version: VersionFunc | None = None,
         count: CountFunc | None = None,
     ) -> None:
-        """Register ``func`` as the provider of section ``name`` (the non-decorator form)."""
+        """Register ``func`` as the provider of section ``name`` (the non-decorator form).
+
+        ``func`` may also be a `sources.PagedSource` (``keyset(...)`` of
+        `sitemap_middleware.django` or `sitemap_middleware.sqlalchemy`): an object that
+        knows its own pages, so it takes no ``count``.
+        """
         if not isinstance(name, str) or _SECTION_NAME.fullmatch(name) is None:
             raise ConfigurationError(f"invalid section name {name!r}: use [a-z0-9_] words joined by '-'")
         if name in self._sections:
             raise ConfigurationError(f"section {name!r} is already registered")
-        if not callable(func):
-            raise ConfigurationError(f"provider for {name!r} must be callable, not {type(func).__name__}")
+        paged = isinstance(func, PagedSource) and not callable(func)
+        if not callable(func) and not paged:
+            raise ConfigurationError(
+                f"provider for {name!r} must be callable or a paged source, not {type(func).__name__}"
+            )
+        if paged and count is not None:
+            raise ConfigurationError(
+                f"provider for {name!r} is a paged source: it knows its pages, so no count"
+            )
         for what, declared in (("version", version), ("count", count)):
             if declared is not None and not callable(declared):
                 raise ConfigurationError(

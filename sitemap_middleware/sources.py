@@ -1,0 +1,59 @@
+"""Paged sources: provider objects that know their own pages, as a database does.
+
+A function provider is iterated to find where its pages start (or windowed, with a
+``count``, by ``OFFSET``, which costs more the deeper the page). A *paged source*
+answers both questions itself, with one cheap query each, over an ordered unique key
+(a *keyset*): page n starts at a known key, so page 200 costs what page 1 costs::
+
+    class Products:
+        def pages(self, page_size: int):
+            # One row per page, in key order: its first key and its newest lastmod.
+            # SELECT MIN(id), MAX(updated_at) FROM (SELECT id, updated_at,
+            #   (ROW_NUMBER() OVER (ORDER BY id) - 1) / :page_size AS page FROM product)
+            # GROUP BY page ORDER BY page
+            return [PageStart(first, lastmod) for first, lastmod in db.execute(...)]
+
+        def entries(self, first, limit: int):
+            # SELECT ... FROM product WHERE id >= :first ORDER BY id LIMIT :limit
+            return (Url(f"/p/{row.slug}", lastmod=row.updated_at) for row in db.execute(...))
+
+    sitemaps.add_provider("products", Products())
+
+Either method may be ``async`` (or return an async iterable). Keys are ints, strings or
+floats, so a section's plan can be stored in any cache store. The index lists exactly
+the pages `pages` returns, each with the lastmod it names: a true ``<lastmod>`` without
+iterating a single entry in Python. Ready-made sources: `sitemap_middleware.django.keyset`
+and `sitemap_middleware.sqlalchemy.keyset`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, Awaitable, Iterable
+from datetime import date, datetime
+from typing import NamedTuple, Protocol, runtime_checkable
+
+__all__ = ["Key", "PageStart", "PagedSource"]
+
+Key = int | str | float
+
+
+class PageStart(NamedTuple):
+    """Where one page of a paged source starts, and the newest lastmod on it (if known)."""
+
+    first: Key
+    lastmod: datetime | date | str | None = None
+
+
+@runtime_checkable
+class PagedSource(Protocol):
+    """What `Sitemaps.add_provider` accepts in place of a function."""
+
+    def pages(self, page_size: int) -> Iterable[PageStart] | Awaitable[Iterable[PageStart]]:
+        """Every page of ``page_size`` entries, in key order (an empty source has none)."""
+        ...
+
+    def entries(
+        self, first: Key, limit: int
+    ) -> Iterable[object] | AsyncIterable[object] | Awaitable[Iterable[object]]:
+        """At most ``limit`` entries from key ``first`` on, in key order."""
+        ...
