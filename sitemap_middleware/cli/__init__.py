@@ -1,0 +1,110 @@
+"""The command line: ``sitemap-middleware validate|export`` (or ``python -m sitemap_middleware``).
+
+    sitemap-middleware validate https://shop.example/robots.txt --schemas ../shared/schemas
+    sitemap-middleware validate public/sitemap-index.xml --base-url https://shop.example/
+    sitemap-middleware export myshop.sitemaps:sitemaps --out public --gzip
+
+``validate`` prints one line per problem, ``LOCATION:LINE: message``, then a summary;
+it exits 0 when clean, 1 when it found problems, 2 when it could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+__all__ = ["main"]
+
+EXIT_CLEAN, EXIT_PROBLEMS, EXIT_ERROR = 0, 1, 2
+
+
+def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    args = _parser().parse_args(argv)
+    if args.command == "validate":
+        return _validate(args, out, err)
+    return _export(args, out, err)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sitemap-middleware", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    validate = commands.add_parser("validate", help="check a robots.txt, sitemap index or sitemap tree")
+    validate.add_argument("target", help="a URL or a file: robots.txt, an index or a sitemap (gzip or not)")
+    validate.add_argument(
+        "--schemas", type=Path, help="a folder of the official XSDs (also validate against them)"
+    )
+    validate.add_argument(
+        "--base-url", help="where a local file is served (for the host and directory rules)"
+    )
+    export = commands.add_parser("export", help="write every index and page as static files")
+    export.add_argument(
+        "sitemaps", metavar="MODULE:ATTR", help="where the Sitemaps object is, e.g. shop.sitemaps:sitemaps"
+    )
+    export.add_argument("--out", type=Path, required=True, help="the folder to write into")
+    export.add_argument("--gzip", action="store_true", help="also write each file's .gz")
+    return parser
+
+
+def _validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .progress import Progress
+    from .schemas import SchemaError, Schemas
+    from .validate import Checker
+
+    schemas = None
+    if args.schemas is not None:
+        try:
+            schemas = Schemas.load(args.schemas)
+        except SchemaError as error:
+            print(f"sitemap-middleware: {error}", file=err)
+            return EXIT_ERROR
+    progress = Progress(err)
+    checker = Checker(
+        report=lambda problem: print(problem, file=out, flush=True),
+        schemas=schemas,
+        base_url=args.base_url,
+        progress=progress.validated if progress.live else None,
+    )
+    summary = checker.check(args.target)
+    progress.done()
+    print(
+        f"checked {summary.files:,} files, {summary.urls:,} URLs: "
+        f"{summary.problems:,} problems, {summary.warnings:,} warnings",
+        file=out,
+    )
+    if summary.unreadable:
+        return EXIT_ERROR
+    return EXIT_PROBLEMS if summary.problems else EXIT_CLEAN
+
+
+def _export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from ..sitemaps import Sitemaps
+    from .export import ExportError, export_tree
+    from .progress import Progress
+
+    module_name, _, attribute = args.sitemaps.partition(":")
+    try:
+        sitemaps = getattr(importlib.import_module(module_name), attribute or "sitemaps")
+    except (ImportError, AttributeError) as error:
+        print(f"sitemap-middleware: cannot load {args.sitemaps}: {error}", file=err)
+        return EXIT_ERROR
+    if not isinstance(sitemaps, Sitemaps):
+        print(f"sitemap-middleware: {args.sitemaps} is a {type(sitemaps).__name__}, not a Sitemaps", file=err)
+        return EXIT_ERROR
+    progress = Progress(err)
+    try:
+        written = export_tree(
+            sitemaps, args.out, gzip=args.gzip, progress=progress.exported if progress.live else None
+        )
+    except ExportError as error:
+        progress.done()
+        print(f"sitemap-middleware: {error}", file=err)
+        return EXIT_ERROR
+    progress.done()
+    print(f"wrote {len(written):,} files to {args.out}", file=out)
+    return EXIT_CLEAN
