@@ -71,8 +71,8 @@ class Service:
         # (etag, first-produced time) per resource: Last-Modified survives a re-render
         # that produced the same bytes (TTL expiry, another section's invalidation).
         self._first_seen: LRUCache[str, tuple[str, int]] = LRUCache(maxsize=100_000)
-        # The newest index rendered per mount prefix, served when a provider fails.
-        self._last_good_index: LRUCache[str, Document] = LRUCache(maxsize=64)
+        # The newest rendering of each index file per mount prefix, served when a provider fails.
+        self._last_good_index: LRUCache[tuple[str, int], Document] = LRUCache(maxsize=64)
         self._memory_lock = threading.Lock()
 
     @property
@@ -121,10 +121,10 @@ class Service:
             # RFC 5861 stale-if-error: the last good index, never one that silently
             # drops the failing section (crawlers would read its URLs as gone).
             with self._memory_lock:
-                stale = self._last_good_index.get(request.prefix)
+                stale = self._last_good_index.get((request.prefix, route.number))
             if stale is not None:
                 self.stats.count(route.section, "stale_served")
-                resource = Resource("index", "", "", f"index|{request.prefix}", None)
+                resource = Resource("index", "", "", f"index|{request.prefix}|{route.number}", None)
                 return self._from_document(stale, resource, route, request, hit=False)
         return unavailable()
 
@@ -185,15 +185,17 @@ class Service:
         """Render a cold document; ``flight`` is this request's single-flight, if it leads."""
         self.stats.count(resource.section, "renders")
         if resource.kind == "index":
+            # Every index file is built from the same stored plans: a section is planned
+            # once (under its own single-flight), however many index files ask for it.
             plans = [(s, self._plan(s, request.prefix, run_async)) for s in self.sections.values()]
-            xml = self.engine.index(plans, request.prefix)
+            xml = self.engine.index(plans, request.prefix, route.number)
             if xml is None:
                 return plain(404, b"Not Found\n")
             document = self._document(resource, request, gzip_bytes(xml), hashlib.sha256(xml), len(xml))
             if flight is not None and self.store is not None:
                 self.store.set(resource.key, document)
             with self._memory_lock:
-                self._last_good_index[request.prefix] = document
+                self._last_good_index[(request.prefix, route.number)] = document
             return self._from_document(document, resource, route, request, hit=False)
         stream = self._page_stream(self.sections[resource.section], route.number, request.prefix, run_async)
         if stream is None:

@@ -31,6 +31,7 @@ from .providers import Call, Provider, ProviderFunc, Section
 from .service import Service
 from .stats import Stats
 from .web.headers import HeaderPolicy
+from .web.rules import INDEX_SECTION
 from .web.sites import Hosts, Sites
 from .wsgi import SitemapWSGIMiddleware
 
@@ -174,7 +175,7 @@ class Sitemaps:
         """Register the decorated callable as the provider of section ``name``.
 
         - ``name``: lowercase letters, digits and ``_``, single ``-`` between words
-          (``blog-posts``); it becomes ``/sitemap-<name>-<n>.xml``.
+          (``blog-posts``), not ``index``; it becomes ``/sitemap-<name>-<n>.xml``.
         - ``page_size``: URLs per file for this section.
         - ``version``: an optional cheap callable (sync or async) whose value changes
           whenever the section does, e.g. ``SELECT MAX(updated_at)``. With it, a
@@ -204,6 +205,10 @@ class Sitemaps:
         """Register ``func`` as the provider of section ``name`` (the non-decorator form)."""
         if not isinstance(name, str) or _SECTION_NAME.fullmatch(name) is None:
             raise ConfigurationError(f"invalid section name {name!r}: use [a-z0-9_] words joined by '-'")
+        if name == INDEX_SECTION:
+            raise ConfigurationError(
+                f"section name {name!r} is reserved: /sitemap-{name}-<n>.xml are the index files"
+            )
         if name in self._sections:
             raise ConfigurationError(f"section {name!r} is already registered")
         if not callable(func):
