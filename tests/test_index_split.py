@@ -93,6 +93,45 @@ def test_index_number_past_the_last_is_404(make_client: MakeClient, path: str) -
     assert (client.get(path).status, client.request("HEAD", path).status) == (404, 404)
 
 
+def test_robots_names_every_index_file(make_client: MakeClient) -> None:
+    client = make_client(counted({"tiny": (120_001, 1)})[0])
+    assert client.get("/sitemap-index.xml").status == 200
+    robots = client.get("/robots.txt")
+    assert robots.status == 200
+    assert robots.body.startswith(b"app:GET /robots.txt")  # the app's own file, merged
+    assert sitemap_lines(robots.body) == [f"{BASE}{index_path(n)}" for n in (1, 2, 3)]
+
+
+def test_robots_before_any_index_file_was_built_names_only_the_first(make_client: MakeClient) -> None:
+    # robots.txt never calls a provider (README: "More than 50,000 sitemap files").
+    sitemaps, tables = counted({"tiny": (120_001, 1)})
+    client = make_client(sitemaps)
+    assert sitemap_lines(client.get("/robots.txt").body) == [f"{BASE}/sitemap-index.xml"]
+    assert tables["tiny"].windows == []
+    client.get("/sitemap-index-3.xml")
+    assert len(sitemap_lines(client.get("/robots.txt").body)) == 3
+
+
+def test_robots_falls_back_to_the_last_known_index_files_once_they_are_invalidated(
+    make_client: MakeClient,
+) -> None:
+    sitemaps, tables = counted({"tiny": (120_001, 1)})
+    client = make_client(sitemaps)
+    client.get("/sitemap-index.xml")
+    sitemaps.invalidate()
+    assert len(sitemap_lines(client.get("/robots.txt").body)) == 3
+    tables["tiny"].rows = 50_000
+    client.get("/sitemap-index.xml")
+    assert sitemap_lines(client.get("/robots.txt").body) == [f"{BASE}/sitemap-index.xml"]
+
+
+def test_robots_names_at_most_1000_index_files(make_client: MakeClient) -> None:
+    client = make_client(counted({"huge": (1_000 * MAX + 1, 1)})[0])
+    assert locs(validate(client.get("/sitemap-index-1001.xml").body)) == [f"{BASE}/sitemap-huge-50000001.xml"]
+    lines = sitemap_lines(client.get("/robots.txt").body)
+    assert (len(lines), lines[-1]) == (1_000, f"{BASE}/sitemap-index-1000.xml")
+
+
 def test_sitemap_xml_is_the_first_index_file(make_client: MakeClient) -> None:
     client = make_client(counted({"tiny": (120_001, 1)})[0])
     first = client.get("/sitemap-index.xml")
@@ -165,6 +204,7 @@ def test_exactly_50000_files_are_one_index_file(make_client: MakeClient) -> None
     client = make_client(counted({"tiny": (MAX, 1)})[0])
     assert locs(validate(client.get("/sitemap-index.xml").body)) == page_urls("tiny", MAX)
     assert client.get("/sitemap-index-2.xml").status == 404
+    assert sitemap_lines(client.get("/robots.txt").body) == [f"{BASE}/sitemap-index.xml"]
 
 
 # -- several sections, mounts, sites ---------------------------------------------------------------
@@ -189,10 +229,14 @@ def test_index_files_split_across_sections_in_registration_order_with_their_last
     assert second[f"{BASE}/sitemap-a-60000.xml"] is None  # a counted section measures no lastmod
 
 
-def test_mounted_index_files_live_under_the_mount(make_client: MakeClient) -> None:
+def test_mounted_index_files_and_robots_live_under_the_mount(make_client: MakeClient) -> None:
     client = make_client(counted({"tiny": (MAX + 2, 1)})[0], mount="/shop")
     second = locs(validate(client.get("/sitemap-index-2.xml").body))
     assert second == [f"{BASE}/shop/sitemap-tiny-{n}.xml" for n in (MAX + 1, MAX + 2)]
+    assert sitemap_lines(client.get("/robots.txt").body) == [
+        f"{BASE}/shop/sitemap-index.xml",
+        f"{BASE}/shop/sitemap-index-2.xml",
+    ]
 
 
 def test_each_site_gets_its_own_index_files(make_client: MakeClient) -> None:
@@ -203,6 +247,10 @@ def test_each_site_gets_its_own_index_files(make_client: MakeClient) -> None:
     assert locs(validate(de.body)) == [f"https://shop.example.de/sitemap-tiny-{MAX + 1}.xml"]
     assert locs(validate(default.body)) == [f"{BASE}/sitemap-tiny-{MAX + 1}.xml"]
     assert de.headers["ETag"] != default.headers["ETag"]
+    assert sitemap_lines(client.get("/robots.txt", german).body) == [
+        "https://shop.example.de/sitemap-index.xml",
+        "https://shop.example.de/sitemap-index-2.xml",
+    ]
 
 
 # -- caching: each index file its own document, from plans made once ---------------------------------
@@ -301,3 +349,4 @@ def test_the_index_files_together_list_every_page_exactly_once(
         listed += locs(parse(response.body))
     assert listed == expected
     assert client.get(index_path(files + 1)).status == 404
+    assert len(sitemap_lines(client.get("/robots.txt").body)) == max(files, 1)
