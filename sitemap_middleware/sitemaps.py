@@ -84,7 +84,7 @@ class Sitemaps:
       server's worker timeout). ``None`` waits forever.
     - ``measure_timeout``: seconds measuring one section's pages (a section without a
       ``count``) may take in all, however steadily its entries arrive: past it, or past
-      the 50,000 files an index may list, the index answers 503 (a provider that never
+      50,000 files in the section, the index answers 503 (a provider that never
       ends). ``None``: only the file limit.
     - ``clock``: wall clock for ``Last-Modified``; inject a fake one in tests.
 
