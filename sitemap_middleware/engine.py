@@ -7,7 +7,8 @@ page n-1 filled up. Finding that start means measuring the pages before it (the
     engine = Engine(site, on_skip=stats.skip)
     plan = engine.plan(section, run_async)
     chunks = engine.page(section, plan.start(2), run_async)    # page 2, streamed
-    body = engine.index([(section, plan)], prefix="")
+    body = engine.index([(section, plan)], prefix="")           # index file 1
+    body = engine.index([(section, plan)], prefix="", number=2)  # past 50,000 pages
 
 Synchronous by design: it runs on the WSGI server's thread, or in a worker thread
 under ASGI, so neither a slow provider nor CPU-bound rendering blocks an event loop.
@@ -15,6 +16,7 @@ under ASGI, so neither a slow provider nor CPU-bound rendering blocks an event l
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import time
@@ -32,7 +34,7 @@ from .providers import AsyncRunner, Batches, Section, resolve
 from .sources import Key
 from .stats import logger
 
-__all__ = ["DEFAULT_MEASURE_TIMEOUT", "Engine", "MismatchListener", "PagePlan", "SkipListener"]
+__all__ = ["DEFAULT_MEASURE_TIMEOUT", "Engine", "MismatchListener", "PagePlan", "SkipListener", "index_files"]
 
 SkipListener = Callable[[str, EntryError, object], None]
 MismatchListener = Callable[[str, str], None]  # (section name, what did not hold)
@@ -360,28 +362,46 @@ class Engine:
         logger.error("sitemap section %r: %s", section.name, error)
         self._on_skip(section.name, error, None)
 
-    def index(self, plans: Iterable[tuple[Section, PagePlan]], prefix: str) -> bytes | None:
-        """The whole ``<sitemapindex>`` listing every page of every planned section.
+    def index(self, plans: Iterable[tuple[Section, PagePlan]], prefix: str, number: int = 1) -> bytes | None:
+        """Index file ``number`` (from 1) of the pages of every planned section, in order.
 
-        ``None`` when no section has a URL: siteindex.xsd requires at least one child.
+        Google does not follow an index that lists another index, so past `MAX_SITEMAPS`
+        pages the index is split: file ``number`` lists the pages at positions
+        ``(number - 1) * MAX_SITEMAPS`` up to the next multiple, counting every section's
+        pages in order (`index_files` says how many files there are). Only those pages
+        are read from the plans (`PagePlan.lastmod`), so file 400 of a counted section of
+        20,000,000 pages costs what 50,000 entries cost.
+
+        ``None`` when it lists nothing: past the last file, or no section has a URL
+        (siteindex.xsd requires at least one child).
         """
-        root = escape(self.site.root + prefix)
-        plans = list(plans)
-        listed = sum(plan.pages for _, plan in plans)
-        if listed > MAX_SITEMAPS:
-            # Google: at most 50,000 sitemaps per index, and indexes do not nest. Listing
-            # fewer would silently hide URLs, so this is a configuration error to fix.
-            # Checked before listing: a counted section may claim millions of pages.
-            raise ProviderError(
-                f"the index would list {listed:,} sitemaps, over the limit of {MAX_SITEMAPS:,}: "
-                "raise page_size"
-            )
-        entries = [
-            IndexEntry(f"{root}/sitemap-{section.name}-{number}.xml", plan.lastmod(number))
-            for section, plan in plans
-            for number in range(1, plan.pages + 1)
-        ]
-        return render_index(entries) if entries else None
+        if number < 1:
+            return None
+        first = (number - 1) * MAX_SITEMAPS
+        entries = _index_entries(plans, escape(self.site.root + prefix), first, first + MAX_SITEMAPS)
+        head = next(entries, None)
+        return None if head is None else render_index(itertools.chain((head,), entries))
+
+
+def index_files(plans: Iterable[tuple[Section, PagePlan]]) -> int:
+    """How many index files list every page of ``plans`` (`Engine.index`); 0 when there is none."""
+    pages = sum(plan.pages for _, plan in plans)
+    return -(-pages // MAX_SITEMAPS)
+
+
+def _index_entries(
+    plans: Iterable[tuple[Section, PagePlan]], root: str, first: int, end: int
+) -> Iterator[IndexEntry]:
+    """The index entries of the pages at positions ``first`` to ``end`` (excluded) of all sections."""
+    offset = 0  # position of the section's first page among every section's pages
+    for section, plan in plans:
+        pages = plan.pages
+        for position in range(max(first, offset), min(end, offset + pages)):
+            page = position - offset + 1
+            yield IndexEntry(f"{root}/sitemap-{section.name}-{page}.xml", plan.lastmod(page))
+        offset += pages
+        if offset >= end:
+            return
 
 
 def _window_text(start: Key, size: int) -> str:

@@ -29,7 +29,7 @@ from cachetools import LRUCache
 from .caching.resources import Resource, Resources, version_etag
 from .caching.stores import CacheStore, Document
 from .concurrency.flights import Flight
-from .engine import Engine, PagePlan
+from .engine import Engine, PagePlan, index_files
 from .errors import ProviderError
 from .flow import AppAnswer, Offload, Step, Wait, run_blocking, single_flight
 from .providers import AsyncRunner, Section
@@ -41,7 +41,11 @@ from .web.replies import Origin, Reply, Request, early, plain, unavailable
 from .web.robots import merged_robots
 from .web.rules import Validators
 
-__all__ = ["Service"]
+__all__ = ["MAX_ROBOTS_INDEX_FILES", "Service"]
+
+# robots.txt names at most this many index files (50 million sitemap files): Google reads
+# the first 500 KiB of a robots.txt, and a count of rows must never size one without bound.
+MAX_ROBOTS_INDEX_FILES = 1_000
 
 
 class Service:
@@ -71,16 +75,18 @@ class Service:
         # (etag, first-produced time) per resource: Last-Modified survives a re-render
         # that produced the same bytes (TTL expiry, another section's invalidation).
         self._first_seen: LRUCache[str, tuple[str, int]] = LRUCache(maxsize=100_000)
-        # The newest index rendered per mount prefix, served when a provider fails.
-        self._last_good_index: LRUCache[str, Document] = LRUCache(maxsize=64)
+        # The newest rendering of each index file per mount prefix, served when a provider fails.
+        self._last_good_index: LRUCache[tuple[str, int], Document] = LRUCache(maxsize=64)
+        # How many index files there were at the last index build, per mount prefix.
+        self._index_files: LRUCache[str, int] = LRUCache(maxsize=64)
         self._memory_lock = threading.Lock()
 
     @property
     def site_root(self) -> str:
         return self.engine.site.root
 
-    def index_url(self, prefix: str) -> str:
-        return f"{self.engine.site.root}{prefix}{rules.INDEX_PATH}"
+    def index_url(self, prefix: str, number: int = 1) -> str:
+        return f"{self.engine.site.root}{prefix}{rules.index_path(number)}"
 
     # -- answering ---------------------------------------------------------------------------
 
@@ -121,10 +127,10 @@ class Service:
             # RFC 5861 stale-if-error: the last good index, never one that silently
             # drops the failing section (crawlers would read its URLs as gone).
             with self._memory_lock:
-                stale = self._last_good_index.get(request.prefix)
+                stale = self._last_good_index.get((request.prefix, route.number))
             if stale is not None:
                 self.stats.count(route.section, "stale_served")
-                resource = Resource("index", "", "", f"index|{request.prefix}", None)
+                resource = Resource("index", "", "", f"index|{request.prefix}|{route.number}", None)
                 return self._from_document(stale, resource, route, request, hit=False)
         return unavailable()
 
@@ -185,15 +191,18 @@ class Service:
         """Render a cold document; ``flight`` is this request's single-flight, if it leads."""
         self.stats.count(resource.section, "renders")
         if resource.kind == "index":
+            # Every index file is built from the same stored plans: a section is planned
+            # once (under its own single-flight), however many index files ask for it.
             plans = [(s, self._plan(s, request.prefix, run_async)) for s in self.sections.values()]
-            xml = self.engine.index(plans, request.prefix)
+            self._built_index(request.prefix, index_files(plans))
+            xml = self.engine.index(plans, request.prefix, route.number)
             if xml is None:
                 return plain(404, b"Not Found\n")
             document = self._document(resource, request, gzip_bytes(xml), hashlib.sha256(xml), len(xml))
             if flight is not None and self.store is not None:
                 self.store.set(resource.key, document)
             with self._memory_lock:
-                self._last_good_index[request.prefix] = document
+                self._last_good_index[(request.prefix, route.number)] = document
             return self._from_document(document, resource, route, request, hit=False)
         stream = self._page_stream(self.sections[resource.section], route.number, request.prefix, run_async)
         if stream is None:
@@ -351,11 +360,53 @@ class Service:
         when we cannot merge into it). Never stored: the app's answer may depend on
         anything in the request (its Host, a cookie), and one client's answer must
         never reach another."""
-        merged = merged_robots(app.status, app.headers, app.body, [self.index_url(request.prefix)])
+        files = self._known_index_files(request.prefix)
+        urls = [self.index_url(request.prefix, number) for number in range(1, files + 1)]
+        merged = merged_robots(app.status, app.headers, app.body, urls)
         if merged is None:
             return Reply(app.status, app.headers, b"" if request.method == "HEAD" else app.body)
         headers = [("Content-Type", merged.content_type), ("Content-Length", str(len(merged.body)))]
         return Reply(200, headers, merged.body)
+
+    def _index_files_key(self, prefix: str) -> str:
+        return f"index-files|{self.engine.site.root}{prefix}"
+
+    def _built_index(self, prefix: str, files: int) -> None:
+        """Remember how many index files the plans just made: robots.txt names them."""
+        with self._memory_lock:
+            self._index_files[prefix] = files
+        if self.store is not None:
+            body = str(files).encode()
+            self.store.set(self._index_files_key(prefix), Document(body, "", 0, len(body)))
+
+    def _known_index_files(self, prefix: str) -> int:
+        """How many index files robots.txt names: as many as the last index build made.
+
+        robots.txt never calls a provider: a crawler treats a robots.txt that fails or
+        times out as a server error and may stop crawling the whole site, so it must
+        not depend on the health of the data behind the sitemaps. The count is what the
+        last index build for this site and mount found: from the store (so a shared
+        store carries other processes' builds), else as remembered here, which outlives
+        the store's TTL and `invalidate`; before any build, only the first index file,
+        where a crawler starts anyway. At least 1, at most `MAX_ROBOTS_INDEX_FILES`.
+        """
+        files: int | None = None
+        if self.store is not None:
+            try:
+                stored = self.store.get(self._index_files_key(prefix))
+                files = None if stored is None else int(stored.body)
+            except Exception:  # robots.txt is never a 500 for want of a hint
+                logger.exception("sitemap robots.txt: the store failed; naming the index files known here")
+        if files is None:
+            with self._memory_lock:
+                files = self._index_files.get(prefix, 1)
+        if files > MAX_ROBOTS_INDEX_FILES:
+            logger.warning(
+                "sitemap robots.txt names the first %d of %d index files: raise page_size",
+                MAX_ROBOTS_INDEX_FILES,
+                files,
+            )
+        return min(max(files, 1), MAX_ROBOTS_INDEX_FILES)
 
 
 def _perform_here(run_async: AsyncRunner, step: Step) -> Any:

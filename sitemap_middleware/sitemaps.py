@@ -32,6 +32,7 @@ from .service import Service
 from .sources import PagedSource
 from .stats import Stats
 from .web.headers import HeaderPolicy
+from .web.rules import INDEX_SECTION
 from .web.sites import Hosts, Sites
 from .wsgi import SitemapWSGIMiddleware
 
@@ -84,7 +85,7 @@ class Sitemaps:
       server's worker timeout). ``None`` waits forever.
     - ``measure_timeout``: seconds measuring one section's pages (a section without a
       ``count``) may take in all, however steadily its entries arrive: past it, or past
-      the 50,000 files an index may list, the index answers 503 (a provider that never
+      50,000 files in the section, the index answers 503 (a provider that never
       ends). ``None``: only the file limit.
     - ``clock``: wall clock for ``Last-Modified``; inject a fake one in tests.
 
@@ -175,7 +176,7 @@ class Sitemaps:
         """Register the decorated callable as the provider of section ``name``.
 
         - ``name``: lowercase letters, digits and ``_``, single ``-`` between words
-          (``blog-posts``); it becomes ``/sitemap-<name>-<n>.xml``.
+          (``blog-posts``), not ``index``; it becomes ``/sitemap-<name>-<n>.xml``.
         - ``page_size``: URLs per file for this section.
         - ``version``: an optional cheap callable (sync or async) whose value changes
           whenever the section does, e.g. ``SELECT MAX(updated_at)``. With it, a
@@ -210,6 +211,10 @@ class Sitemaps:
         """
         if not isinstance(name, str) or _SECTION_NAME.fullmatch(name) is None:
             raise ConfigurationError(f"invalid section name {name!r}: use [a-z0-9_] words joined by '-'")
+        if name == INDEX_SECTION:
+            raise ConfigurationError(
+                f"section name {name!r} is reserved: /sitemap-{name}-<n>.xml are the index files"
+            )
         if name in self._sections:
             raise ConfigurationError(f"section {name!r} is already registered")
         paged = isinstance(func, PagedSource) and not callable(func)

@@ -79,12 +79,14 @@ def test_provider_returning_the_wrong_type_is_a_503_naming_the_provider(make_cli
     assert any("provider 'weird' returned" in record.getMessage() for record in caplog.records)
 
 
-def test_index_over_50000_sitemaps_is_a_503_not_a_truncated_index(make_client, caplog):
+def test_index_over_50000_sitemaps_is_split_not_a_503_nor_a_truncated_index(make_client):
+    # Google does not follow an index listing an index: a second index file lists the rest.
     sitemaps = Sitemaps(base_url=BASE)
     sitemaps.add_provider("tiny", lambda: ["/"] * 50_001, page_size=1, count=lambda: 50_001)
-    response = make_client(sitemaps).get("/sitemap-index.xml")
-    assert response.status == 503
-    assert any("over the limit of 50,000" in record.getMessage() for record in caplog.records)
+    client = make_client(sitemaps)
+    assert len(locs(validate(client.get("/sitemap-index.xml").body))) == 50_000
+    assert locs(validate(client.get("/sitemap-index-2.xml").body)) == [f"{BASE}/sitemap-tiny-50001.xml"]
+    assert client.get("/sitemap-index-3.xml").status == 404
 
 
 def test_index_of_exactly_50000_sitemaps_is_served(make_client):

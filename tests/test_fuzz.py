@@ -57,6 +57,7 @@ def shop(**options: Any) -> Sitemaps:
 
 
 PAGES = {"products": 3, "blog-posts": 1}
+INDEX_FILES = 1  # 4 pages: one index file
 
 
 def body_of(response: Response, path: str) -> bytes:
@@ -146,11 +147,13 @@ request_paths = st.one_of(
         _page_numbers,
         st.sampled_from(SUFFIXES),
     ),
+    st.builds("/sitemap-index-{}.xml{}".format, _page_numbers, st.sampled_from(SUFFIXES)),  # index files
     st.builds(_insert, st.sampled_from(REAL_PATHS), _piece, st.integers(0, 40)),
     st.lists(_piece, min_size=1, max_size=6).map("".join),
 ).map(_rooted)
 
 _SITEMAP_PAGE = re.compile(r"/sitemap-(.+)-([0-9]+)\.xml", re.DOTALL)
+_INDEX_FILE = re.compile(r"/sitemap-index-([0-9]+)\.xml", re.DOTALL)
 
 
 def expected_answer(path: str) -> str:
@@ -164,6 +167,10 @@ def expected_answer(path: str) -> str:
     name = path.removesuffix(".gz")
     if name in ("/sitemap-index.xml", "/sitemap.xml"):
         return "document"
+    match = _INDEX_FILE.fullmatch(name)
+    if match is not None:  # the first index file has one name: "-1" is a 404 like "-01"
+        digits = match[1]
+        return "document" if digits[0] != "0" and 2 <= int(digits) <= INDEX_FILES else "missing"
     match = _SITEMAP_PAGE.fullmatch(name)
     if match is None or match[1] not in PAGES:
         return "app"

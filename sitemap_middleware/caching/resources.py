@@ -111,13 +111,15 @@ class Resources:
             token = "|".join(
                 f"{s.name}:{s.page_size}:{v and v.token}" for s, v in zip(sections, versions, strict=True)
             )
+            # Each index file is its own document, with its own key, flight and validators.
+            number = route.number
             combined = None
             if versions and all(v is not None for v in versions):
                 times = [v.time for v in versions if v is not None]
                 latest = None if None in times else max(t for t in times if t is not None)
-                combined = Version(f"{root}{prefix}|{token}", latest)
-            key = f"index|{root}{prefix}|{generations}|{token}"
-            resource = Resource("index", "", key, f"index|{root}{prefix}", combined)
+                combined = Version(f"{root}{prefix}|{number}|{token}", latest)
+            key = f"index|{root}{prefix}|{number}|{generations}|{token}"
+            resource = Resource("index", "", key, f"index|{root}{prefix}|{number}", combined)
             return self._remember(route, prefix, generations, resource)
         section = self.sections[route.section]
         generation = store.generation(section.name) if store else ""

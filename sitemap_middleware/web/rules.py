@@ -4,6 +4,8 @@ Nothing here touches a socket, an environ or a scope; adapters translate to and 
 
     route = match_route("/sitemap-products-2.xml.gz", {"products"})
     # Route(kind="page", section="products", number=2, gz_file=True)
+    match_route("/sitemap-index-2.xml", {"products"})
+    # Route(kind="index", number=2): the second index file
 """
 
 from __future__ import annotations
@@ -19,7 +21,15 @@ from werkzeug.http import http_date, parse_accept_header, parse_date, parse_etag
 
 from ..protocol.uris import quote_uri, remove_dot_segments
 
-__all__ = ["Route", "Validators", "accepts_gzip", "match_route", "mount_prefix", "not_modified"]
+__all__ = [
+    "Route",
+    "Validators",
+    "accepts_gzip",
+    "index_path",
+    "match_route",
+    "mount_prefix",
+    "not_modified",
+]
 
 ALLOWED_METHODS = ("GET", "HEAD")
 ALLOW_HEADER = ", ".join(ALLOWED_METHODS)
@@ -27,17 +37,22 @@ XML_TYPE = "application/xml; charset=utf-8"
 GZIP_TYPE = "application/gzip"
 TEXT_TYPE = "text/plain; charset=utf-8"
 
-INDEX_NAMES = frozenset({"/sitemap-index.xml", "/sitemap.xml"})
+INDEX_NAMES = frozenset({"/sitemap-index.xml", "/sitemap.xml"})  # the first index file
 INDEX_PATH = "/sitemap-index.xml"
+INDEX_SECTION = "index"  # never a section's name: "/sitemap-index-<n>.xml" are index files
 ROBOTS_PATH = "/robots.txt"
 # Greedy section, so "sitemap-blog-posts-3.xml" is section "blog-posts", page 3. ASCII
 # digits only: "\d" would also match Arabic-Indic digits and let a non-canonical path through.
 _PAGE = re.compile(r"/sitemap-([a-z0-9_-]+)-([0-9]+)\.xml")
+_INDEX_FILE = re.compile(r"/sitemap-index-([0-9]+)\.xml")
 
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    """One of our resources. ``kind="missing"`` is a registered section's bad page number."""
+    """One of our resources. ``kind="missing"`` is a bad page (or index file) number of ours.
+
+    ``number``: the page of a section, or the index file (1 for ``/sitemap-index.xml``).
+    """
 
     kind: Literal["index", "page", "robots", "missing"]
     section: str = ""
@@ -53,16 +68,37 @@ def match_route(path: str, sections: Container[str]) -> Route | None:
     if gz_file:
         path = path[:-3]
     if path in INDEX_NAMES:
-        return Route("index", gz_file=gz_file)
+        return Route("index", number=1, gz_file=gz_file)
+    match = _INDEX_FILE.fullmatch(path)
+    if match is not None:
+        number = _number(match[1])
+        # The first index file has one name, "/sitemap-index.xml": "-1" is a 404 like "-01".
+        if number is None or number == 1:
+            return Route("missing", gz_file=gz_file)
+        return Route("index", number=number, gz_file=gz_file)
     match = _PAGE.fullmatch(path)
     if match is None or match[1] not in sections:
         # Sitemap-looking names of sections we do not own stay the app's.
         return None
-    digits = match[2]
-    if digits[0] == "0" or len(digits) > 9:
-        # Page 0, "-01" and absurd numbers: ours, and never a document.
+    number = _number(match[2])
+    if number is None:
         return Route("missing", section=match[1], gz_file=gz_file)
-    return Route("page", section=match[1], number=int(digits), gz_file=gz_file)
+    return Route("page", section=match[1], number=number, gz_file=gz_file)
+
+
+def index_path(number: int) -> str:
+    """The canonical path of index file ``number`` (from 1), as `match_route` reads it."""
+    return INDEX_PATH if number == 1 else f"/sitemap-{INDEX_SECTION}-{number}.xml"
+
+
+def _number(digits: str) -> int | None:
+    """A page or index file number as written canonically, else ``None``.
+
+    0, "01" and absurd numbers are ours, and never a document: one URL per document.
+    """
+    if digits[0] == "0" or len(digits) > 9:
+        return None
+    return int(digits)
 
 
 @lru_cache(maxsize=512)
