@@ -62,6 +62,7 @@ class PagePlan:
     lastmods: tuple[str | None, ...]  # one per measured page; empty when counted (none was measured)
     window: int | None = None  # raw entries per page, when pages are fixed windows
     count: int | None = None  # raw entries in all, when pages are fixed windows
+    urls: tuple[int | None, ...] = ()  # URLs on each page, where known (measured, or told by a source)
 
     @classmethod
     def uniform(cls, count: int, page_size: int) -> PagePlan:
@@ -85,6 +86,15 @@ class PagePlan:
         index = self._index(number)
         return self.lastmods[index] if self.lastmods else None
 
+    def url_count(self, number: int) -> int | None:
+        """URLs on page ``number``: measured, told, or at most its window (counted)."""
+        index = self._index(number)
+        if index < len(self.urls):
+            return self.urls[index]
+        if self.count is not None and self.window is not None:
+            return min(self.window, self.count - index * self.window)
+        return None
+
     def _index(self, number: int) -> int:
         if not 1 <= number <= self.pages:
             raise IndexError(f"no page {number} in a plan of {self.pages:,}")
@@ -94,15 +104,15 @@ class PagePlan:
         """A compact serialisation, so a plan can live in any `CacheStore` (a counted one in ~40 bytes)."""
         if self.count is not None:
             return json.dumps({"count": self.count, "window": self.window}).encode()
-        return json.dumps([list(self.starts), self.lastmods, self.window]).encode()
+        return json.dumps([list(self.starts), self.lastmods, self.window, self.urls]).encode()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> PagePlan:
         loaded = json.loads(data)
         if isinstance(loaded, dict):
             return cls.uniform(loaded["count"], loaded["window"])
-        starts, lastmods, window = loaded
-        return cls(tuple(starts), tuple(lastmods), window)
+        starts, lastmods, window, urls = loaded
+        return cls(tuple(starts), tuple(lastmods), window, urls=tuple(urls))
 
 
 class Engine:
@@ -164,8 +174,9 @@ class Engine:
         a `MeasureLimitError` once the section needs more files than an index can list,
         or once ``measure_timeout`` has passed, however steadily entries still arrive.
         """
-        starts: list[int] = []  # both lists stay under MAX_SITEMAPS + 1 entries
+        starts: list[int] = []  # the three lists stay under MAX_SITEMAPS + 1 entries
         lastmods: list[str | None] = []
+        urls: list[int | None] = []
         writer = self._writer(section, prefix, quiet=True)
         position = 0
         begun = self._timer()
@@ -191,13 +202,15 @@ class Engine:
                     if not writer.full:
                         break
                     lastmods.append(writer.lastmod)
+                    urls.append(writer.count)
                     batch = batch[taken:]
                     writer = self._writer(section, prefix, quiet=True)
         if writer.count == 0 and starts and len(starts) > len(lastmods):
             starts.pop()  # the last page held only skipped entries
         elif len(starts) > len(lastmods):
             lastmods.append(writer.lastmod)
-        return PagePlan(tuple(starts), tuple(lastmods))
+            urls.append(writer.count)
+        return PagePlan(tuple(starts), tuple(lastmods), urls=tuple(urls))
 
     def keyed_plan(self, section: Section, run_async: AsyncRunner) -> PagePlan:
         """The plan a paged source gives: its pages' first keys and lastmods, one query, no iterating.
@@ -212,17 +225,21 @@ class Engine:
             listed = resolve(source.pages(section.page_size), run_async)
             starts: list[Key] = []
             lastmods: list[str | None] = []
+            urls: list[int | None] = []
             for first, *rest in listed:  # type: ignore[attr-defined]
                 if isinstance(first, bool) or not isinstance(first, int | str | float):
                     raise TypeError(f"page key {first!r} is not an int, str or float")
                 starts.append(first)
                 lastmods.append(self._lastmod(section, rest[0] if rest else None))
+                told = rest[1] if len(rest) > 1 else None
+                urls.append(told if isinstance(told, int) and not isinstance(told, bool) else None)
                 beat()
         except ProviderError:
             raise
         except Exception as exc:
             raise ProviderError(f"pages() of section {section.name!r} raised {exc!r}") from exc
-        return PagePlan(tuple(starts), tuple(lastmods), window=section.page_size)
+        known = tuple(urls) if any(count is not None for count in urls) else ()
+        return PagePlan(tuple(starts), tuple(lastmods), window=section.page_size, urls=known)
 
     def _lastmod(self, section: Section, value: object) -> str | None:
         if value is None:

@@ -27,11 +27,11 @@ from .concurrency.flights import Flight, SingleFlight
 from .errors import ProviderError
 from .providers import AsyncRunner
 from .web.replies import Reply, Request
+from .web.rules import OVERVIEW, Route
 
 if TYPE_CHECKING:
     from .caching.resources import Resource
     from .service import Service
-    from .web.rules import Route
 
 __all__ = [
     "AppAnswer",
@@ -41,6 +41,7 @@ __all__ = [
     "Offload",
     "Wait",
     "answer",
+    "overview",
     "robots",
     "run_async",
     "run_blocking",
@@ -167,6 +168,15 @@ def answer(service: Service, route: Route, request: Request) -> Flow[Reply]:
         return service.timed_out(route, request)
     except Busy:
         return service.busy(route, request)
+
+
+def overview(service: Service, request: Request) -> Flow[Reply]:
+    """The HTML overview: built from the section plans, where blocking is allowed."""
+    try:
+        page: Reply = yield Offload(partial(service.overview, request))
+        return page
+    except TimeoutError:
+        return service.timed_out(OVERVIEW, request)
 
 
 def robots(service: Service, request: Request) -> Flow[Reply]:

@@ -20,7 +20,7 @@ from .caching.replays import Replays
 from .protocol.uris import Site
 from .service import Service
 from .web import rules
-from .web.replies import REQUEST_HEADERS, Reply, Request, unknown_host
+from .web.replies import REQUEST_HEADERS, Reply, Request, early, unknown_host
 from .web.sites import HOST_HEADERS, Sites
 
 __all__ = ["Configured", "Gateway"]
@@ -41,9 +41,11 @@ class Gateway:
         replays: Replays | None,
         *,
         provider_timeout: float | None,
+        overview_path: str | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.provider_timeout = provider_timeout
+        self._overview_path = overview_path
         self._sites = sites
         self._services = dict(services)
         self._default = self._services[sites.default]
@@ -57,6 +59,8 @@ class Gateway:
 
     def match(self, method: str, path: str) -> rules.Route | None:
         """Our resource at ``path`` (below the mount), or ``None``: the app's request."""
+        if path == self._overview_path:
+            return rules.OVERVIEW
         route = rules.match_route(path, self._default.sections)
         if route is not None and route.kind == "robots" and method not in rules.ALLOWED_METHODS:
             return None  # a POST to robots.txt is the app's business
@@ -73,6 +77,8 @@ class Gateway:
         service = self._services[site]
         if route.kind == "robots":
             return flow.robots(service, request)
+        if route.kind == "overview":
+            return early(route, request) or flow.overview(service, request)
         replays = self._replays
         if replays is None:
             found = service.lookup(route, request)

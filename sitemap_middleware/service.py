@@ -25,6 +25,7 @@ from functools import partial
 from typing import Any
 
 from cachetools import LRUCache
+from werkzeug.http import http_date
 
 from .caching.resources import Resource, Resources, version_etag
 from .caching.stores import CacheStore, Document
@@ -37,11 +38,15 @@ from .stats import Stats, logger
 from .web import rules
 from .web.compress import GzipWriter, gunzip_stream, gzip_bytes, gzip_stream
 from .web.headers import DocumentHeaders, HeaderPolicy, is_not_modified, representation, wants_gzip
+from .web.overview import Overview, PageRow, SectionRow, render_overview
 from .web.replies import Origin, Reply, Request, early, plain, unavailable
 from .web.robots import merged_robots
 from .web.rules import Validators
 
 __all__ = ["MAX_ROBOTS_INDEX_FILES", "Service"]
+
+# Pages of each section whose cache state the overview shows (each costs a store lookup).
+_OVERVIEW_CACHE_CHECKS = 1000
 
 # robots.txt names at most this many index files (50 million sitemap files): Google reads
 # the first 500 KiB of a robots.txt, and a count of rows must never size one without bound.
@@ -300,7 +305,48 @@ class Service:
         last_modified = resource.version.time or (seen[1] if seen and seen[0] == etag else None)
         return representation(Validators(f'"{etag}"', last_modified), wants_gzip(route, request))
 
-    # -- plans -------------------------------------------------------------------------------
+    # -- the HTML overview -------------------------------------------------------------------
+
+    def overview(self, request: Request, run_async: AsyncRunner) -> Reply:
+        """The HTML overview of this site's tree (`web.overview`), from the same stored plans
+        as the index; never stored itself, since it shows the cache's state."""
+        plans: list[tuple[Section, PagePlan]] = []
+        rows: list[SectionRow] = []
+        for section in self.sections.values():
+            try:
+                plan = self._plan(section, request.prefix, run_async)
+            except ProviderError as error:
+                rows.append(SectionRow(section.name, [], error=f"cannot be planned: {error}"))
+                continue
+            plans.append((section, plan))
+            rows.append(SectionRow(section.name, self._overview_pages(section, plan, request, run_async)))
+        index_urls = [self.index_url(request.prefix, n) for n in range(1, index_files(plans) + 1)]
+        generated = http_date(int(self._clock()))
+        body = render_overview(Overview(self.site_root + request.prefix, index_urls, rows, generated))
+        headers = [
+            ("Content-Type", rules.HTML_TYPE),
+            ("Content-Length", str(len(body))),
+            ("Cache-Control", "no-store"),  # it shows the cache's state, which changes
+            ("X-Robots-Tag", "noindex"),
+        ]
+        return Reply(200, headers, b"" if request.method == "HEAD" else body)
+
+    def _overview_pages(
+        self, section: Section, plan: PagePlan, request: Request, run_async: AsyncRunner
+    ) -> list[PageRow]:
+        root = f"{self.site_root}{request.prefix}/sitemap-{section.name}-"
+        rows = []
+        for number in range(1, plan.pages + 1):
+            cached = None
+            if number <= _OVERVIEW_CACHE_CHECKS and self.store is not None:
+                # A declared version is asked once per page here: checked for a few pages only.
+                route = rules.Route("page", section.name, number)
+                resource = self.resources.resource(route, request.prefix, run_async)
+                cached = self.store.get(resource.key) is not None
+            rows.append(
+                PageRow(number, f"{root}{number}.xml", plan.lastmod(number), plan.url_count(number), cached)
+            )
+        return rows
 
     def _plan(
         self, section: Section, prefix: str, run_async: AsyncRunner, *, until: int | None = None

@@ -31,6 +31,7 @@ from .providers import Call, Provider, ProviderFunc, Section
 from .service import Service
 from .sources import PagedSource
 from .stats import Stats
+from .web import rules
 from .web.headers import HeaderPolicy
 from .web.rules import INDEX_SECTION
 from .web.sites import Hosts, Sites
@@ -87,6 +88,10 @@ class Sitemaps:
       ``count``) may take in all, however steadily its entries arrive: past it, or past
       50,000 files in the section, the index answers 503 (a provider that never
       ends). ``None``: only the file limit.
+    - ``overview_path``: serve an HTML overview of the tree at this path (e.g.
+      ``"/sitemaps/"``): every section, its files and URLs, each file's newest lastmod
+      and cache state. Off by default; ``noindex``, and built from ``base_url``, never
+      from the request.
     - ``clock``: wall clock for ``Last-Modified``; inject a fake one in tests.
 
     Concurrency belongs to the adapter that has it: ``sitemaps.asgi(app,
@@ -107,6 +112,7 @@ class Sitemaps:
         hosts: Hosts | Sequence[str] | Mapping[str, str] | None = None,
         provider_timeout: float | None = DEFAULT_PROVIDER_TIMEOUT,
         measure_timeout: float | None = DEFAULT_MEASURE_TIMEOUT,
+        overview_path: str | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.sites = Sites(base_url, hosts)
@@ -158,7 +164,14 @@ class Sitemaps:
         # Repeated conditional requests are replayed without routing or a cache lookup;
         # only over a store whose state can be checked per request for free.
         replays = Replays(cache, self.stats) if isinstance(cache, MemoryStore) else None
-        self.gateway = Gateway(self.sites, services, replays, provider_timeout=provider_timeout, clock=clock)
+        self.gateway = Gateway(
+            self.sites,
+            services,
+            replays,
+            provider_timeout=provider_timeout,
+            overview_path=_check_overview_path(overview_path),
+            clock=clock,
+        )
 
     @property
     def sections(self) -> tuple[str, ...]:
@@ -290,3 +303,13 @@ def _check_page_size(page_size: object) -> int:
     if isinstance(page_size, bool) or not isinstance(page_size, int) or not 1 <= page_size <= MAX_URLS:
         raise ConfigurationError(f"page_size must be an int from 1 to {MAX_URLS:,}, not {page_size!r}")
     return page_size
+
+
+def _check_overview_path(path: object) -> str | None:
+    if path is None:
+        return None
+    if not isinstance(path, str) or not path.startswith("/") or any(c in path for c in "?#\x00 "):
+        raise ConfigurationError(f"overview_path must be a path such as '/sitemaps/', not {path!r}")
+    if rules.match_route(path, ()) is not None or path == rules.ROBOTS_PATH:
+        raise ConfigurationError(f"overview_path {path!r} is one of our sitemap paths")
+    return path

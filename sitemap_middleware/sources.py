@@ -38,10 +38,11 @@ Key = int | str | float
 
 
 class PageStart(NamedTuple):
-    """Where one page of a paged source starts, and the newest lastmod on it (if known)."""
+    """Where one page of a paged source starts, the newest lastmod on it, and its rows (if known)."""
 
     first: Key
     lastmod: datetime | date | str | None = None
+    rows: int | None = None  # shown in the HTML overview
 
 
 @runtime_checkable

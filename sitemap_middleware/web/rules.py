@@ -36,6 +36,7 @@ ALLOW_HEADER = ", ".join(ALLOWED_METHODS)
 XML_TYPE = "application/xml; charset=utf-8"
 GZIP_TYPE = "application/gzip"
 TEXT_TYPE = "text/plain; charset=utf-8"
+HTML_TYPE = "text/html; charset=utf-8"
 
 INDEX_NAMES = frozenset({"/sitemap-index.xml", "/sitemap.xml"})  # the first index file
 INDEX_PATH = "/sitemap-index.xml"
@@ -54,10 +55,14 @@ class Route:
     ``number``: the page of a section, or the index file (1 for ``/sitemap-index.xml``).
     """
 
-    kind: Literal["index", "page", "robots", "missing"]
+    kind: Literal["index", "page", "robots", "missing", "overview"]
     section: str = ""
     number: int = 0
     gz_file: bool = False
+
+
+# The HTML overview's route: its path is configured (`Sitemaps(overview_path=...)`), not matched here.
+OVERVIEW = Route("overview")
 
 
 def match_route(path: str, sections: Container[str]) -> Route | None:
