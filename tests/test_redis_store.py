@@ -159,6 +159,18 @@ def test_a_follower_takes_over_from_a_leader_whose_client_stalls(
     assert third.claim("page|x")[0]
 
 
+def test_a_body_a_worker_keeps_is_served_only_while_redis_holds_the_same(
+    store_on: Callable[..., RedisStore],
+) -> None:
+    a, b = store_on(), store_on()
+    first, second = document(1_000), document(1_000)
+    a.set("doc|k", first)
+    assert a.get("doc|k") is first  # its own copy: Redis holds these very bytes
+    b.set("doc|k", second)  # re-rendered elsewhere (its TTL ran out, the data changed)
+    got = a.get("doc|k")
+    assert got is not None and (got.etag, got.body) == (second.etag, second.body)
+
+
 def test_documents_live_within_the_byte_budget(store_on: Callable[..., RedisStore]) -> None:
     store = store_on(max_bytes=20_000, local_bytes=0)
     for n in range(40):

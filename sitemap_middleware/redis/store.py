@@ -63,7 +63,7 @@ class RedisStore:
         local_bytes: int = 32 * 1024 * 1024,
         retry_interval: float = 1.0,
     ) -> None:
-        if client.get_connection_kwargs().get("decode_responses"):
+        if client.connection_pool.connection_kwargs.get("decode_responses"):
             raise ConfigurationError(
                 "RedisStore needs a client with decode_responses=False: bodies are bytes"
             )
