@@ -69,8 +69,9 @@ class Sitemaps:
     - ``strict``: raise `EntryError` on the first bad entry instead of skipping and
       logging it; for tests and CI.
     - ``cache``: where rendered documents are kept: ``True`` for an in-process
-      `MemoryStore` (256 MiB, 10 minutes), a `CacheStore` of your own, or ``None`` to
-      render every request (a CDN-only setup, benchmarks).
+      `MemoryStore` (256 MiB, 10 minutes), a `CacheStore` of your own (such as
+      ``sitemap_middleware.redis.RedisStore``, one cache for several workers), or ``None``
+      to render every request (a CDN-only setup, benchmarks).
     - ``cache_control``: the ``Cache-Control`` of sitemap documents (``None`` omits it).
     - ``robots_tag``: the ``X-Robots-Tag`` of sitemap documents, so the XML files
       themselves stay out of search results (``None`` omits it).

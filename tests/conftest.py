@@ -31,6 +31,7 @@ from sitemap_middleware import Sitemaps
 from . import xsd
 
 if TYPE_CHECKING:
+    from .redis_server import RedisServer
     from .servers import Server
 
 SCHEMA_SKIPPED = "schema validation skipped"  # a report's user property: (name, reason)
@@ -216,6 +217,15 @@ def serve(request: pytest.FixtureRequest) -> Iterator[Callable[[Sitemaps], Serve
             return Server(stack.enter_context(werkzeug_serving(flask_app)), "flask")
 
         yield start
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A throwaway redis-server for the session (`tests.redis_server`); tests share it by prefix."""
+    from .redis_server import RedisServer
+
+    with RedisServer(tmp_path_factory.mktemp("redis")) as server:
+        yield server
 
 
 # -- waiting for something to happen ------------------------------------------------------------

@@ -19,7 +19,9 @@ takes the document over with a flight of its own, which the others follow::
         while not flight.over(stall_after=120): ...wait...
 
 `CacheStore` implementations carry their own `flights` (a shared store brings a
-fleet-wide lock; this one is per process).
+fleet-wide lock; `Flights` is per process). What the answer path needs of a flight is the
+`Flight` protocol; `LocalFlight` is the in-process one, and one place (`stalled_by`) says
+when a leader has stalled, wherever its progress is read from.
 """
 
 from __future__ import annotations
@@ -30,7 +32,15 @@ from typing import Protocol
 
 from .deadlines import Heartbeat
 
-__all__ = ["CLIENT_PATIENCE", "FOLLOW_TIMEOUT", "Flight", "Flights", "SingleFlight"]
+__all__ = [
+    "CLIENT_PATIENCE",
+    "FOLLOW_TIMEOUT",
+    "Flight",
+    "Flights",
+    "LocalFlight",
+    "SingleFlight",
+    "stalled_by",
+]
 
 # A follower never waits longer than this in all for one flight, whatever its progress.
 FOLLOW_TIMEOUT = 60.0
@@ -39,12 +49,59 @@ FOLLOW_TIMEOUT = 60.0
 CLIENT_PATIENCE = 5.0
 
 
-class Flight:
-    """One render in progress: its progress, whether its leader is waiting on its client, done."""
+class Flight(Protocol):
+    """One render in progress, as its leader and its followers see it.
+
+    - ``key``: the document it renders.
+    - ``done``: set once the flight has ended (its followers may look in the store).
+    - ``heartbeat``: renewed by every batch the leader's provider yields.
+    - ``sending``/``sent``: the leader hands a chunk to its own client, and it was taken.
+    - ``stalled``/``over``: whether a follower should stop waiting (see `stalled_by`).
+    - ``release``: end the flight and wake its followers; idempotent.
+    """
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def done(self) -> threading.Event: ...
+
+    @property
+    def heartbeat(self) -> Heartbeat: ...
+
+    def sending(self) -> None: ...
+
+    def sent(self) -> None: ...
+
+    def stalled(self, stall_after: float | None) -> bool: ...
+
+    def over(self, stall_after: float | None) -> bool: ...
+
+    def release(self) -> None: ...
+
+
+def stalled_by(age: float, silent_for: float, client_wait: float | None, stall_after: float | None) -> bool:
+    """Whether a leader has stalled: too old, its client too slow, or its provider silent.
+
+    ``age``: seconds since it claimed; ``silent_for``: since its provider's last batch;
+    ``client_wait``: how long it has been handing one chunk to its client (``None``: not).
+    """
+    if client_wait is not None and client_wait > CLIENT_PATIENCE:
+        return True
+    if age > FOLLOW_TIMEOUT:
+        return True
+    return stall_after is not None and silent_for > stall_after
+
+
+class LocalFlight:
+    """An in-process `Flight`: its progress, whether its leader is waiting on its client, done.
+
+    ``owner``: the single-flight that ends it (``owner.release(flight)``).
+    """
 
     __slots__ = ("_client_since", "_owner", "done", "heartbeat", "key", "started")
 
-    def __init__(self, key: str, owner: Flights) -> None:
+    def __init__(self, key: str, owner: SingleFlight) -> None:
         self.key = key
         self._owner = owner
         self.done = threading.Event()
@@ -60,15 +117,15 @@ class Flight:
         self._client_since = None
         self.heartbeat.last = time.monotonic()
 
+    def client_wait(self) -> float | None:
+        """Seconds the leader has been handing its current chunk over (``None``: not sending)."""
+        since = self._client_since
+        return None if since is None else time.monotonic() - since
+
     def stalled(self, stall_after: float | None) -> bool:
         """No provider progress for ``stall_after`` s, or a client too slow to take a chunk."""
-        since = self._client_since
         now = time.monotonic()
-        if since is not None and now - since > CLIENT_PATIENCE:
-            return True
-        if now - self.started > FOLLOW_TIMEOUT:
-            return True
-        return stall_after is not None and now - self.heartbeat.last > stall_after
+        return stalled_by(now - self.started, now - self.heartbeat.last, self.client_wait(), stall_after)
 
     def over(self, stall_after: float | None) -> bool:
         """Whether a follower should stop waiting: done, or stalled."""
@@ -92,7 +149,7 @@ class Flights:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._flights: dict[str, Flight] = {}
+        self._flights: dict[str, LocalFlight] = {}
 
     def claim(self, key: str, *, replacing: Flight | None = None) -> tuple[bool, Flight]:
         """``(True, flight)`` for a new leader, ``(False, flight)`` for a follower.
@@ -104,7 +161,7 @@ class Flights:
             current = self._flights.get(key)
             if current is not None and current is not replacing:
                 return False, current
-            flight = self._flights[key] = Flight(key, self)
+            flight = self._flights[key] = LocalFlight(key, self)
             return True, flight
 
     def release(self, flight: Flight) -> None:

@@ -1,0 +1,200 @@
+"""`RedisStore`: the `CacheStore` a fleet of workers shares (documents, plans, generations).
+
+See the package's docstring (`sitemap_middleware.redis`) for what it guarantees.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import redis
+from cachetools import LRUCache
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from ..caching.stores import Document
+from ..config import check_timeout
+from ..errors import ConfigurationError
+from ..stats import Stats
+from .flights import RedisFlights
+from .link import Away, Link, fresh
+from .scripts import Keys, Template, token
+
+__all__ = ["RedisStore"]
+
+# Bytes charged per document on top of its body, as `MemoryStore` does.
+_ENTRY_OVERHEAD = 512
+
+
+class RedisStore:
+    """A `CacheStore` in Redis, shared by every worker and machine that uses the same ``prefix``.
+
+    Example::
+
+        store = RedisStore.from_url("redis://127.0.0.1:6379/0", max_bytes=512 * 1024 * 1024)
+        sitemaps = Sitemaps(base_url="https://shop.example", cache=store)
+
+    - ``client``: a ``redis.Redis`` (not decoding responses). Give it a ``socket_timeout``:
+      a request waits that long at most when Redis stops answering.
+    - ``prefix``: of every key this store writes; one per app sharing a Redis.
+    - ``max_bytes``: total bytes of stored bodies (plus a small per-document overhead) in
+      Redis; past it the oldest documents go first.
+    - ``ttl``: seconds a document is kept (Redis expires it) before it is rendered again.
+    - ``lock_timeout``: seconds a render's lock outlives its worker: a worker that dies
+      mid-render holds its page this long at most.
+    - ``local_bytes``: bodies this process keeps of what it served, so a repeat (a 304,
+      a gzip page) fetches only the validators from Redis when the body is unchanged.
+    - ``retry_interval``: seconds between two attempts to reach Redis once it went away.
+
+    ``stats`` counts what happened between this process and Redis (section ``""``):
+    ``redis_fallbacks`` (renders done alone because Redis was away), ``redis_outages``,
+    ``redis_recoveries``, ``redis_errors`` and ``redis_new_instances``.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        prefix: str = "sitemap:",
+        max_bytes: int = 256 * 1024 * 1024,
+        ttl: float = 600.0,
+        lock_timeout: float = 10.0,
+        local_bytes: int = 32 * 1024 * 1024,
+        retry_interval: float = 1.0,
+    ) -> None:
+        if client.connection_pool.connection_kwargs.get("decode_responses"):
+            raise ConfigurationError(
+                "RedisStore needs a client with decode_responses=False: bodies are bytes"
+            )
+        if not isinstance(prefix, str) or not prefix:
+            raise ConfigurationError(f"prefix must be a non-empty string, not {prefix!r}")
+        for name, value in (("max_bytes", max_bytes), ("local_bytes", local_bytes)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < (name == "max_bytes"):
+                raise ConfigurationError(f"{name} must be an int of bytes, not {value!r}")
+        self.max_bytes = max_bytes
+        self.ttl = check_timeout("ttl", ttl)
+        lock_timeout = check_timeout("lock_timeout", lock_timeout)
+        self.stats = Stats()
+        self._keys = Keys(prefix)
+        self._link = Link(
+            client,
+            self._keys,
+            retry_interval=check_timeout("retry_interval", retry_interval),
+            stats=self.stats,
+        )
+        self.flights = RedisFlights(self._link, lock_timeout)
+        self._ttl_ms = max(1, round(self.ttl * 1000))
+        # Bodies this process served, by key: only ever returned once Redis vouched for them.
+        self._local: LRUCache[str, Document] | None = (
+            LRUCache(maxsize=local_bytes, getsizeof=_charge) if local_bytes else None
+        )
+        self._local_lock = threading.Lock()
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> RedisStore:
+        """A store on a new client for ``url`` that fails fast when Redis is away (1 s
+        timeouts, one immediate retry); ``options`` are the store's."""
+        client = redis.Redis.from_url(
+            url, socket_timeout=1.0, socket_connect_timeout=1.0, retry=Retry(NoBackoff(), 1)
+        )
+        return cls(client, **options)
+
+    # -- CacheStore ------------------------------------------------------------------------------
+
+    def generation(self, section: str) -> str:
+        # No round trip: each script resolves the token against Redis's generations.
+        return token(section, self._link.seen.get(section, "?"))
+
+    def invalidate(self, section: str | None = None) -> None:
+        self._link.invalidate("" if section is None else section, fresh())
+
+    def get(self, key: str) -> Document | None:
+        template = Template.parse(key)
+        held = self._held(key)
+        link = self._link
+        try:
+            reply = link.script(
+                "get",
+                [self._keys.generations],
+                [
+                    self._keys.prefix,
+                    fresh(),
+                    held.etag if held else "",
+                    str(held.last_modified) if held else "",
+                    *template.args(),
+                ],
+            )
+        except Away:
+            return None
+        values = link.learn(template.sections, reply[0])
+        if len(reply) == 1:
+            return None
+        if len(reply) == 4 and held is not None:
+            return held  # Redis holds the very bytes this process has
+        etag, last_modified, size, body = reply[1:]
+        document = Document(body, etag.decode(), int(last_modified), int(size))
+        self._hold(template.render(values), document)
+        return document
+
+    def set(self, key: str, document: Document) -> None:
+        charge = _charge(document)
+        if charge > self.max_bytes:
+            return  # larger than the whole budget: served, never stored
+        template = Template.parse(key)
+        # A leader stores what it rendered under the generations it claimed with; any
+        # other writer under those its key was built with. Either way, none moved since.
+        rendered_under = self.flights.claimed(key) or template.values
+        link = self._link
+        try:
+            reply = link.script(
+                "set",
+                [self._keys.generations, self._keys.order, self._keys.sizes],
+                [
+                    self._keys.prefix,
+                    fresh(),
+                    self._ttl_ms,
+                    self.max_bytes,
+                    charge,
+                    document.etag,
+                    document.last_modified,
+                    document.size,
+                    document.body,
+                    " ".join(rendered_under),
+                    *template.args(),
+                ],
+            )
+        except Away:
+            return
+        values = link.learn(template.sections, reply[0])
+        if reply[1]:
+            self._hold(template.render(values), document)
+
+    @property
+    def current_bytes(self) -> int:
+        """Bytes the documents in Redis are charged for (never above ``max_bytes``)."""
+        try:
+            total = self._link.run(lambda: self._link.client.hget(self._keys.sizes, ""))
+        except Away:
+            return 0
+        return int(total or 0)
+
+    # -- bodies kept here ------------------------------------------------------------------------
+
+    def _held(self, key: str) -> Document | None:
+        if self._local is None:
+            return None
+        current = Template.parse(key)
+        name = current.render(current.values)
+        with self._local_lock:
+            return self._local.get(name)
+
+    def _hold(self, name: str, document: Document) -> None:
+        # Only documents with validators: a plan ("" ETag) could not be told from another.
+        if self._local is not None and document.etag and _charge(document) <= self._local.maxsize:
+            with self._local_lock:
+                self._local[name] = document
+
+
+def _charge(document: Document) -> int:
+    return len(document.body) + _ENTRY_OVERHEAD
