@@ -245,3 +245,13 @@ def test_a_connection_is_given_back_after_each_query_as_a_request_would(database
 def test_a_misconfigured_keyset_is_refused_at_construction(django_sqlite, build, message):
     with pytest.raises(ConfigurationError, match=message):
         build()
+
+
+def test_without_a_lastmod_field_the_index_has_none_and_entries_none(make_client, database):
+    add_products(database, [1, 2, 3])
+    sitemaps = Sitemaps(base_url=BASE)
+    sitemaps.add_provider("products", keyset(Product.objects.using(database), lastmod=None), page_size=2)
+    client = make_client(sitemaps)
+    assert lastmods(validate(client.get("/sitemap-index.xml").body)) == [None, None]
+    page = validate(client.get("/sitemap-products-1.xml").body)
+    assert (locs(page), lastmods(page)) == (product_locs([1, 2]), [None, None])

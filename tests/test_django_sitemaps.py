@@ -222,11 +222,6 @@ def test_attributes_are_read_as_django_reads_them(make_client, django_sqlite):
     assert page.find("sm:url/sm:changefreq", NS) is None  # "" is no changefreq, as in Django's template
 
 
-def test_what_is_not_a_sitemap_is_refused():
-    with pytest.raises(ConfigurationError, match="django Sitemap"):
-        from_sitemap(object())  # type: ignore[arg-type]
-
-
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     keys=st.sets(st.integers(1, 500), max_size=25),
@@ -253,3 +248,53 @@ def test_any_catalogue_lists_what_django_lists_in_pages_no_larger_than_limit(
         for url in sitemap.get_urls(page=number, site=site, protocol="https")
     ]
     assert listed == django_listed  # ordered by pk, as Django's pages are: the same order
+
+
+class StampedSitemap(Sitemap):  # a QuerySet with one lastmod for every item: no row is read to plan
+    lastmod = datetime(2026, 4, 1, 8, 0, tzinfo=UTC)
+    i18n = True  # in every language of settings.LANGUAGES
+
+    def items(self) -> Any:
+        return Product.objects.filter(published=True).order_by("pk")
+
+
+def test_a_lastmod_attribute_and_settings_languages_are_used_without_reading_rows(make_client, shop):
+    with CaptureQueriesContext(connections["default"]) as planned:
+        pages = from_sitemap(StampedSitemap).pages(6)  # two items a page: three languages each
+    assert len(planned) == 1
+    assert [page.lastmod for page in pages] == [StampedSitemap.lastmod] * 5
+    _, listing = ours(make_client(serve(stamped=StampedSitemap)), "stamped")
+    published = [k for k in KEYS if k not in UNPUBLISHED]
+    assert listing == {(f"/p/p{k}/", "2026-04-01") for k in published}  # not prefixed: not in i18n_patterns
+    assert len(list(from_sitemap(StampedSitemap).entries(pages[0].first, 6))) == 6
+
+
+class ShuffledSitemap(ProductSitemap):  # ordered by something that is not a column: iterated
+    def items(self) -> Any:
+        return Product.objects.filter(published=True).order_by("?")
+
+
+def test_an_ordering_that_is_not_a_unique_column_is_iterated(shop):
+    source = from_sitemap(ShuffledSitemap)
+    assert [page.first for page in source.pages(4)] == [0, 4, 8]  # positions, not keys
+
+
+def test_a_page_too_small_for_an_items_languages_is_a_503(make_client, shop):
+    sitemaps = Sitemaps(base_url=BASE)
+    sitemaps.add_provider("articles", from_sitemap(ArticleSitemap), page_size=1)  # two languages an item
+    assert make_client(sitemaps).get("/sitemap-index.xml").status == 503
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        pytest.param(lambda: from_sitemap(object()), "django Sitemap", id="not-a-sitemap"),  # type: ignore[arg-type]
+        pytest.param(lambda: from_sitemap(ProductSitemap, chunk_size=0), "chunk_size", id="chunk-size"),
+        pytest.param(
+            lambda: from_sitemap(type("NoLimit", (ProductSitemap,), {"limit": 0})), "limit", id="limit"
+        ),
+    ],
+)
+def test_a_misconfigured_from_sitemap_is_refused_at_construction(django_sqlite, build, message):
+    with pytest.raises(ConfigurationError, match=message):
+        build()
