@@ -17,8 +17,10 @@ lastmod, come from one query in the database (`sitemap_middleware.django_keys`).
     sitemaps.add_provider("products", keyset(Product.objects.filter(published=True)))
     sitemaps.add_provider("blog", from_sitemap(BlogSitemap()))
 
-    # myproject/wsgi.py                                # myproject/asgi.py
-    application = sitemaps.wsgi(get_wsgi_application())  # sitemaps.asgi(get_asgi_application())
+    # myproject/wsgi.py (asgi.py alike: get_asgi_application, sitemaps.asgi)
+    django_application = get_wsgi_application()  # sets Django up: models may be imported now
+    from myproject.sitemaps import sitemaps
+    application = sitemaps.wsgi(django_application)
 
 Both are synchronous: under ASGI the adapter calls them in worker threads, where Django's
 ORM may be used (its async-unsafe guard only objects on a thread running an event loop).
