@@ -282,3 +282,56 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep(
             "-", f"schema validation skipped in {len(_unvalidated)} tests: {xsd.SKIP_REASON}"
         )
+
+
+# -- Django and its databases ---------------------------------------------------------------------
+
+DATABASES = {"sqlite": "default", "postgresql": "postgres"}  # test name -> Django alias
+
+
+def _create_tables(alias: str) -> None:
+    from django.apps import apps
+    from django.db import connections
+
+    with connections[alias].schema_editor() as editor:
+        for model in apps.get_app_config("djangosite").get_models():
+            editor.create_model(model)
+
+
+@pytest.fixture(scope="session")
+def django_sqlite() -> None:
+    """Django set up for this process (`tests.djangosite.config`), the test app's tables in SQLite."""
+    from .djangosite.config import configure
+
+    configure()
+    _create_tables("default")
+
+
+@pytest.fixture(scope="session")
+def django_postgres(django_sqlite: None) -> Iterator[None]:
+    """A throwaway PostgreSQL server (`tests.postgres`) holding the test app's tables."""
+    from django.db import connections
+
+    from .djangosite.config import POSTGRES_SOCKETS
+    from .postgres import postgres_server
+
+    with postgres_server(POSTGRES_SOCKETS):
+        _create_tables("postgres")
+        yield
+        connections["postgres"].close()
+
+
+@pytest.fixture(params=list(DATABASES))
+def database(request: pytest.FixtureRequest) -> str:
+    """The alias of a database holding the test app's tables, all empty: SQLite, then PostgreSQL."""
+    request.getfixturevalue("django_sqlite" if request.param == "sqlite" else "django_postgres")
+    alias = DATABASES[request.param]
+    empty_tables(alias)
+    return alias
+
+
+def empty_tables(alias: str) -> None:
+    from django.apps import apps
+
+    for model in apps.get_app_config("djangosite").get_models():
+        model.objects.using(alias).all().delete()  # type: ignore[attr-defined]

@@ -119,14 +119,15 @@ def ok(get: Get) -> Callable[[str], bytes]:
 def django_project() -> Iterator[None]:
     """A minimal Django project (no database) whose ROOT_URLCONF is `tests.apps`.
 
-    ``settings.configure`` may run once per process, so it is guarded; the project's
-    own values are applied with ``override_settings`` and removed after this module.
+    Settings may be configured once per process, and other modules use Django too: the
+    process's settings come from `tests.djangosite.config`, and this project's own values
+    are applied with ``override_settings`` and removed after this module.
     """
-    from django.conf import settings
     from django.test.utils import override_settings
 
-    if not settings.configured:
-        settings.configure(SECRET_KEY="sitemap-middleware-tests", INSTALLED_APPS=[], **DJANGO_OVERRIDES)
+    from .djangosite.config import configure
+
+    configure()
     with override_settings(**DJANGO_OVERRIDES):
         yield
 
