@@ -14,20 +14,39 @@ writer asks for the finished element instead, the one place a ``<url>`` is writt
 
     normalise.element(Url("/p/1", changefreq="daily"))
     # ('<url><loc>https://shop.example/p/1</loc><changefreq>daily</changefreq></url>\n', None)
+
+A `Url` may carry extensions (hreflang ``alternates``, ``images``, ``videos``, ``news``),
+written after its core fields by the rules in extensions.py, when its section declares
+them; a section with languages hands the writer `Localised` entries, each one URL of its
+entry's reciprocal group.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from ..errors import EntryError
-from .uris import Site, canonical_host, quote_uri, remove_dot_segments
+from .extensions import (
+    PLAIN,
+    Alternate,
+    Extensions,
+    Image,
+    News,
+    Video,
+    alternates_xml,
+    images_xml,
+    link,
+    news_xml,
+    videos_xml,
+)
+from .hreflang import X_DEFAULT, Localised
+from .uris import Site, canonical_host, check_host, quote_uri, remove_dot_segments
+from .values import decimal_text, w3c_datetime
 from .xmltext import escape_uri
 
 __all__ = [
@@ -45,7 +64,6 @@ CHANGEFREQS = frozenset({"always", "hourly", "daily", "weekly", "monthly", "year
 MAX_LOC_LENGTH = 2047
 MIN_LOC_LENGTH = 12
 
-_UTC = UTC
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 # A path on our site ("/..." but not "//host/...") made only of these needs no quoting and
 # holds nothing to reject: the fast path, checked in one match. Not "#", and no "." or ".."
@@ -55,6 +73,10 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 _PLAIN_PATH = re.compile(r"(?![^?]*/\.\.?(?:[/?]|\Z))/(?!/)[A-Za-z0-9\-._~:/?@!$&'()*+,;=]*")
 # XML 1.0 forbids C0 controls except tab/LF/CR; in a URL even those are malformed.
 _CONTROL = re.compile(r"[\x00-\x20\x7f-\x9f]")
+# An absolute http(s) URL on a lowercase ASCII host with no port, before its path: an image
+# on a CDN, most often. With a plain path after it, it is canonical as it stands.
+_PLAIN_ORIGIN = re.compile(r"https?://[a-z0-9](?:[a-z0-9\-.]*[a-z0-9])?(?=/)")
+_SCHEMES = frozenset({"http", "https"})
 
 
 class Url(NamedTuple):
@@ -69,8 +91,13 @@ class Url(NamedTuple):
       `date`, or an ISO 8601 string; ``None`` omits the element.
     - ``changefreq``: one of `CHANGEFREQS` (case-insensitive).
     - ``priority``: a number from 0.0 to 1.0.
+    - ``alternates``: the page's hreflang group, `Alternate` records (itself included).
+    - ``images``: `Image` records (or their locs), at most 1,000.
+    - ``videos``: `Video` records.
+    - ``news``: a `News` record.
 
-    Nothing is checked here: values are validated when the entry is rendered, and a
+    Extensions are written only in sections that declare them (``extensions=`` when the
+    provider is registered). Nothing is checked here: values are validated when the entry is rendered, and a
     bad entry is skipped and logged (or raises, with ``Sitemaps(strict=True)``).
     Immutable; a NamedTuple rather than a frozen dataclass because providers build
     millions of them and a frozen dataclass costs twice as much to construct.
@@ -80,6 +107,19 @@ class Url(NamedTuple):
     lastmod: datetime | date | str | None = None
     changefreq: str | None = None
     priority: float | Decimal | None = None
+    alternates: Sequence[Alternate] | None = None
+    images: Sequence[Image | str] | None = None
+    videos: Sequence[Video] | None = None
+    news: News | None = None
+
+    def __repr__(self) -> str:
+        # Log lines quote skipped entries: the extensions an entry does not use stay out.
+        shown = (
+            f"{name}={value!r}"
+            for index, (name, value) in enumerate(zip(self._fields, self, strict=True))
+            if index < 4 or value is not None
+        )
+        return f"Url({', '.join(shown)})"
 
 
 class NormalUrl(NamedTuple):
@@ -91,59 +131,8 @@ class NormalUrl(NamedTuple):
     priority: str | None
 
 
-def w3c_datetime(value: object) -> str:
-    """Format a lastmod in W3C Datetime, UTC, with an explicit offset.
-
-    Aware datetimes are converted to UTC; naive ones are taken as UTC (the documented
-    rule, so that a server's local zone never leaks into the output). Dates stay dates.
-    Seconds precision: crawlers ignore fractions and HTTP dates have none.
-    """
-    if type(value) is datetime and value.tzinfo is _UTC and not value.microsecond:
-        # The common case, first: a UTC datetime to the second is its own isoformat(). A test
-        # (tests/test_rules.py) holds this branch to what the general one below writes.
-        return value.isoformat()
-    if isinstance(value, datetime):
-        zone = value.tzinfo
-        if zone is not None and zone is not _UTC:
-            if value.utcoffset() is None:
-                zone = None  # a tzinfo that names no offset leaves the datetime naive
-            else:
-                try:
-                    value = value.astimezone(_UTC)
-                except OverflowError:
-                    # 0001-01-01T00:30+01:00 is a real instant with no year-1-or-later UTC form.
-                    raise EntryError("invalid lastmod", f"{value!r} is out of range in UTC") from None
-                zone = _UTC
-        if value.microsecond:
-            value = value.replace(microsecond=0)
-        # isoformat() is C and several times faster than formatting the fields ourselves.
-        return value.isoformat() if zone is _UTC else value.isoformat() + "+00:00"
-    if isinstance(value, date):
-        return f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            if len(text) == 10:
-                return w3c_datetime(date.fromisoformat(text))
-            if len(text) >= 16 and text[10] in "Tt ":
-                return w3c_datetime(datetime.fromisoformat(text))
-        except ValueError:
-            pass
-        raise EntryError("invalid lastmod", repr(value))
-    raise EntryError("invalid lastmod", f"{type(value).__name__} is not a date or datetime")
-
-
 def _priority(value: object) -> str:
-    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
-        raise EntryError("invalid priority", f"{type(value).__name__} is not a number")
-    # Decimal NaNs are checked before comparing: ordering a Decimal NaN raises InvalidOperation.
-    nan = value.is_nan() if isinstance(value, Decimal) else isinstance(value, float) and math.isnan(value)
-    if nan or not 0 <= value <= 1:
-        raise EntryError("invalid priority", f"{value!r} is not between 0.0 and 1.0")
-    # xsd:decimal has no exponent form, so never let repr() produce one; abs() because
-    # -0.0 passes the range check but would print its sign.
-    text = f"{abs(value):.3f}".rstrip("0")
-    return text + "0" if text.endswith(".") else text
+    return decimal_text(value, 0, 1, "invalid priority")
 
 
 # Finished child elements by value. Only changefreq's seven and exact floats are keys:
@@ -165,12 +154,42 @@ class Normaliser:
 
     ``prefix`` is the app's mount path (SCRIPT_NAME / root_path, URI-encoded): a relative
     loc is a path as the app sees it, so it is joined below ``base_url`` + ``prefix``.
+    ``extensions``: what the section being written declares. ``now`` (a Unix time) places
+    its news window: a news article published before it is written without its
+    ``<news:news>``, and ``on_outside_window`` is called. A normaliser for a section with
+    extensions writes one page (it remembers the last entry a language section expanded).
     """
 
-    __slots__ = ("_max_path", "_min_path", "_origin_slash", "_priority_xml", "_root", "site")
+    __slots__ = (
+        "_cutoff",
+        "_extensions",
+        "_group",
+        "_max_path",
+        "_min_path",
+        "_on_outside_window",
+        "_origin_slash",
+        "_priority_xml",
+        "_root",
+        "site",
+    )
 
-    def __init__(self, site: Site, prefix: str = "") -> None:
+    def __init__(
+        self,
+        site: Site,
+        prefix: str = "",
+        *,
+        extensions: Extensions = PLAIN,
+        now: float | None = None,
+        on_outside_window: Callable[[], None] | None = None,
+    ) -> None:
         self.site = site
+        self._extensions = extensions
+        window = extensions.news_window
+        self._cutoff = None
+        if window is not None and now is not None:
+            self._cutoff = w3c_datetime(datetime.fromtimestamp(now, UTC) - window)
+        self._on_outside_window = on_outside_window
+        self._group: tuple[object, tuple[tuple[str, ...], str, str | None] | EntryError] | None = None
         self._root = site.root + prefix  # relative locs live under the app's mount point
         # Plain paths within these lengths are neither too long nor too short as URLs.
         self._min_path = MIN_LOC_LENGTH - len(self._root)
@@ -190,10 +209,16 @@ class Normaliser:
         lastmod: object
         changefreq: object
         priority: object
+        alternates: object
+        images: object
+        videos: object
+        news: object
         if type(raw) is Url:
-            loc, lastmod, changefreq, priority = raw
+            loc, lastmod, changefreq, priority, alternates, images, videos, news = raw
+        elif type(raw) is Localised:
+            return self._localised(raw)
         else:
-            loc, lastmod, changefreq, priority = _fields(raw)
+            loc, lastmod, changefreq, priority, alternates, images, videos, news = _fields(raw)
         if type(loc) is str and self._min_path <= len(loc) < self._max_path and _PLAIN_PATH.fullmatch(loc):
             loc_text = escape_uri(self._root + loc)  # `loc`'s common case, of a length known to be valid
         else:
@@ -215,11 +240,99 @@ class Normaliser:
             priority_xml = f"<priority>{_priority(priority)}</priority>"
         # One f-string, not appends: measured 30% faster.
         lastmod_xml = "" if lastmod_text is None else f"<lastmod>{lastmod_text}</lastmod>"
-        return f"<url><loc>{loc_text}</loc>{lastmod_xml}{changefreq_xml}{priority_xml}</url>\n", lastmod_text
+        if alternates is None and images is None and videos is None and news is None:
+            return (
+                f"<url><loc>{loc_text}</loc>{lastmod_xml}{changefreq_xml}{priority_xml}</url>\n",
+                lastmod_text,
+            )
+        extended = self._extended(loc_text, alternates, images, videos, news)
+        return (
+            f"<url><loc>{loc_text}</loc>{lastmod_xml}{changefreq_xml}{priority_xml}{extended}</url>\n",
+            lastmod_text,
+        )
+
+    def _extended(self, page: str, alternates: object, images: object, videos: object, news: object) -> str:
+        """The extension elements of the page at ``page``, in the order the page writer relies on
+        (`extensions.NEWS_END`: news last)."""
+        declared = self._extensions
+        parts = []
+        if alternates is not None:
+            parts.append(alternates_xml(self, declared, page, alternates))
+        if images is not None:
+            parts.append(images_xml(self, declared, images))
+        if videos is not None:
+            parts.append(videos_xml(self, declared, (page,), videos))
+        if news is not None:
+            written, inside = news_xml(declared, news, self._cutoff)
+            if not inside and self._on_outside_window is not None:
+                self._on_outside_window()  # news comes last: nothing after it can refuse the entry
+            parts.append(written)
+        return "".join(parts)
+
+    def _localised(self, item: Localised) -> tuple[str, str | None]:
+        """One language's ``<url>`` of an entry: its loc, and the group and fields all its URLs share.
+
+        An entry's URLs come one after another, so what they share is made once, with the
+        first, and kept until the next entry; so is the error of an entry that is refused.
+        """
+        entry, index = item
+        group = self._group
+        if group is None or group[0] is not entry:
+            try:
+                group = (entry, self._expand(entry))
+            except EntryError as error:
+                group = (entry, error)
+            self._group = group
+        made = group[1]
+        if isinstance(made, EntryError):
+            raise made
+        locs, shared, lastmod_text = made
+        return f"<url><loc>{locs[index]}</loc>{shared}</url>\n", lastmod_text
+
+    def _expand(self, entry: object) -> tuple[tuple[str, ...], str, str | None]:
+        """An entry's URL in each of its section's languages, and the elements they all carry."""
+        loc, lastmod, changefreq, priority, alternates, images, videos, news = _fields(entry)
+        languages = self._extensions.languages
+        assert languages is not None  # only a section with languages yields Localised entries
+        if alternates is not None and alternates != [] and alternates != ():
+            raise EntryError("invalid alternates", "a section with languages writes each group itself")
+        base = self._canonical(loc)
+        if not base.startswith(self._root + "/"):
+            raise EntryError("invalid loc", f"{base[:100]} is outside base_url: no language prefix applies")
+        rest = base[len(self._root) :]
+        locs = []
+        for prefix in languages.prefixes:
+            url = self._root + prefix + rest
+            if len(url) > MAX_LOC_LENGTH:
+                raise EntryError("loc too long", f"{len(url):,} characters, the limit is {MAX_LOC_LENGTH:,}")
+            locs.append(escape_uri(url))
+        lastmod_text = None if lastmod is None else w3c_datetime(lastmod)
+        shared = [] if lastmod_text is None else [f"<lastmod>{lastmod_text}</lastmod>"]
+        if changefreq is not None:
+            shared.append(_CHANGEFREQ_XML[_changefreq(changefreq)])
+        if priority is not None:
+            shared.append(f"<priority>{_priority(priority)}</priority>")
+        # Google: every URL of a group lists the whole group, itself included, and one x-default.
+        shared.extend(link(tag, url) for tag, url in zip(languages.tags, locs, strict=True))
+        if languages.x_default is not None:
+            shared.append(link(X_DEFAULT, locs[languages.x_default]))
+        if images is not None:
+            shared.append(images_xml(self, self._extensions, images))
+        if videos is not None:
+            shared.append(videos_xml(self, self._extensions, locs, videos))
+        if news is not None:
+            self._extensions.check("news")  # never declared with languages: always refused
+        return tuple(locs), "".join(shared), lastmod_text
 
     def __call__(self, raw: object) -> NormalUrl:
-        """``raw``'s validated fields, by the same rules `element` writes them with."""
-        loc, lastmod, changefreq, priority = _fields(raw)
+        """``raw``'s validated core fields, by the same rules `element` writes them with.
+
+        An entry whose extensions `element` refuses is refused here too.
+        """
+        fields = _fields(raw)
+        if any(value is not None for value in fields[4:]):
+            self.element(raw)
+        loc, lastmod, changefreq, priority = fields[:4]
         return NormalUrl(
             self.loc(loc),
             None if lastmod is None else w3c_datetime(lastmod),
@@ -229,6 +342,61 @@ class Normaliser:
 
     def loc(self, loc: object) -> str:
         """Validate and canonicalise one loc; the result is absolute, ASCII and XML-escaped."""
+        return escape_uri(self._canonical(loc))
+
+    def resource(self, url: object) -> str:
+        """`loc` for a file a page uses (an image, a video, its player): on any http(s) host.
+
+        Google reads them from other hosts (a CDN) too. A path is on the site, as a loc is.
+        """
+        if isinstance(url, str) and not url.startswith(self._origin_slash) and url[:1] != "/":
+            plain = _PLAIN_ORIGIN.match(url)
+            if plain is not None and _PLAIN_PATH.fullmatch(url, plain.end()) and len(url) <= MAX_LOC_LENGTH:
+                return escape_uri(url)  # the common case: a plain URL on a CDN
+            if _SCHEME.match(url) is not None:
+                absolute = self._elsewhere(url)
+                if len(absolute) > MAX_LOC_LENGTH:
+                    raise EntryError(
+                        "loc too long", f"{len(absolute):,} characters, the limit is {MAX_LOC_LENGTH:,}"
+                    )
+                return escape_uri(absolute)
+        elif isinstance(url, str) and url.startswith("//") and not url.startswith(self._origin_slash):
+            return self.resource(f"{self.site.scheme}:{url}")
+        return self.loc(url)
+
+    def _elsewhere(self, url: str) -> str:
+        """An absolute http(s) URL on any host, canonical (as `_absolute` makes one on ours)."""
+        if _CONTROL.search(url) is not None:
+            raise EntryError("invalid loc", "whitespace or control character")
+        if not url.isascii():
+            try:
+                url.encode("utf-8")
+            except UnicodeEncodeError:
+                raise EntryError("invalid loc", "not valid Unicode (lone surrogate)") from None
+        url = url.partition("#")[0]
+        try:
+            parts = urlsplit(url)
+            hostname, port = parts.hostname, parts.port
+        except ValueError:
+            raise EntryError("invalid loc", url[:100]) from None
+        scheme = parts.scheme.lower()
+        if scheme not in _SCHEMES:
+            raise EntryError("other scheme", url[:100])
+        if not hostname or parts.username is not None or parts.password is not None:
+            raise EntryError("invalid loc", url[:100])
+        try:
+            host = canonical_host(scheme, hostname, port)
+        except UnicodeError:
+            raise EntryError("invalid loc", url[:100]) from None
+        try:
+            check_host(host, parts.netloc)
+        except ValueError:
+            raise EntryError("invalid loc", f"host {host[:100]!r}") from None
+        tail = url[url.index("//") + 2 + len(parts.netloc) :]
+        return f"{scheme}://{host}{remove_dot_segments(quote_uri(tail or '/'))}"
+
+    def _canonical(self, loc: object) -> str:
+        """`loc`, not yet XML-escaped."""
         if not isinstance(loc, str):
             raise EntryError("invalid loc", f"{type(loc).__name__} is not a string")
         if not loc:
@@ -243,7 +411,7 @@ class Normaliser:
             raise EntryError("loc too long", f"{len(absolute):,} characters, the limit is {MAX_LOC_LENGTH:,}")
         if len(absolute) < MIN_LOC_LENGTH:
             raise EntryError("loc too short", absolute)
-        return escape_uri(absolute)
+        return absolute
 
     def _slow_loc(self, loc: str) -> str:
         """Every loc that needs quoting, joining or a host check (or holds something bad).
@@ -303,15 +471,16 @@ class Normaliser:
         return site.origin + remove_dot_segments(quote_uri(tail or "/"))
 
 
-_URL_KEYS = frozenset({"loc", "lastmod", "changefreq", "priority"})
+_URL_KEYS = frozenset(Url._fields)
+_NO_FIELDS = (None,) * (len(Url._fields) - 1)
 
 
-def _fields(raw: object) -> tuple[object, object, object, object]:
-    """The four raw fields of any entry shape a provider may yield."""
+def _fields(raw: object) -> Url | tuple[object, ...]:
+    """The raw fields of any entry shape a provider may yield, in `Url`'s order."""
     if isinstance(raw, Url):
         return raw
     if isinstance(raw, str):
-        return raw, None, None, None
+        return (raw, *_NO_FIELDS)
     if isinstance(raw, Mapping):
         return _from_mapping(raw)
     raise EntryError("unsupported entry type", type(raw).__name__)
