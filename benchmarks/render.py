@@ -8,6 +8,7 @@ a provider yielding `Url` for us, `Sitemap` subclasses for Django and asgi-sitem
 ``(endpoint, values, lastmod, ...)`` generator for flask-sitemap. Rounds are interleaved
 (the order rotates each round) so drift in the machine's speed hits every renderer alike;
 the figure is the median round. Every output is checked to hold every URL before timing.
+A third table measures pages with hreflang groups and images (extensions.py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import zlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import extensions
 from common import BASE_URL, Row, close_wsgi, fmt_int, machine, make_rows, median, ratio, table
 
 from sitemap_middleware import Sitemaps, Url
@@ -156,6 +158,7 @@ def django_sitemaps(rows: list[Row]) -> Render:
             DEBUG=False,
             ALLOWED_HOSTS=["shop.example"],
             USE_TZ=True,
+            LANGUAGE_CODE="en",  # x-default of extensions.py's i18n sitemap
             INSTALLED_APPS=["django.contrib.sitemaps"],
             TEMPLATES=[{"BACKEND": "django.template.backends.django.DjangoTemplates", "APP_DIRS": True}],
         )
@@ -336,6 +339,37 @@ def report(
     return table(headers, body)
 
 
+def extensions_table(rows: list[Row], rounds: int) -> str:
+    """Pages with hreflang groups and with images: ours, Django's i18n, and sitemap.js if present."""
+    cases, urls = extensions.cases(rows)
+    sizes = check(cases, urls)
+    times = interleaved(cases, rounds)
+    django = "django.contrib.sitemaps i18n, alternates, x_default"
+    headers = ["renderer", "URLs/s (median)", "ms/page", "bytes", "vs django i18n"]
+    body: list[list[object]] = []
+    for name in cases:
+        seconds = median(times[name])
+        body.append([name, fmt_int(urls / seconds), f"{seconds * 1000:,.0f}", f"{sizes[name]:,}"])
+        body[-1].append(ratio(median(times[django]), seconds) if "image" not in name else "n/a")
+    measured = extensions.sitemapjs(urls // len(extensions.LANGUAGES), rounds)
+    for mode, label in (("links", "+4 links/URL"), ("images", f"{extensions.IMAGES} images/URL")):
+        if measured is None:
+            body.append([f"sitemap.js ({label})", "not measured: set SITEMAP_JS", "", "", ""])
+            continue
+        seconds, size = measured[mode]
+        versus = ratio(median(times[django]), seconds) if mode == "links" else "n/a"
+        body.append(
+            [
+                f"sitemap.js 9 on Node ({label}, own process)",
+                fmt_int(urls / seconds),
+                f"{seconds * 1000:,.0f}",
+                f"{size:,}",
+                versus,
+            ]
+        )
+    return f"{urls:,} URLs a page\n\n" + table(headers, body)
+
+
 def check(cases: dict[str, Render], urls: int) -> dict[str, int]:
     """Render each case once (a warm-up) and make sure it holds every URL; returns body sizes."""
     sizes = {}
@@ -397,6 +431,8 @@ def main(argv: list[str] | None = None) -> None:
     print(report(plain, times, urls, {"minimal": MINIMAL, "django": DJANGO}, sizes))
     print("\ngzip\n")
     print(report(gzipped, times, urls, {"minimal+zlib": MINIMAL_GZ}, sizes))
+    print("\nextensions: hreflang groups (3 languages) and images\n")
+    print(extensions_table(rows, rounds))
     if args.profile:
         print(f"\ncProfile of ours: Engine.page, one page of {urls:,} URLs (by own time)\n")
         print(profile(rows))

@@ -19,22 +19,27 @@ from .asgi import SitemapASGIMiddleware
 from .caching.stores import CacheStore, Document, MemoryStore
 from .errors import ConfigurationError, EntryError, ProviderError, SitemapError
 from .protocol.entries import CHANGEFREQS, Url
+from .protocol.extensions import Alternate, Image, News, Video
 from .sitemaps import Sitemaps
 from .web.sites import Hosts
 from .wsgi import SitemapWSGIMiddleware
 
-__all__ = [
+__all__ = [  # noqa: RUF022 (a plain sort, which tests/test_public_api.py holds)
+    "Alternate",
     "CHANGEFREQS",
     "CacheStore",
     "ConfigurationError",
     "Document",
     "EntryError",
     "Hosts",
+    "Image",
     "MemoryStore",
+    "News",
     "ProviderError",
     "SitemapASGIMiddleware",
     "SitemapError",
     "SitemapWSGIMiddleware",
     "Sitemaps",
     "Url",
+    "Video",
 ]

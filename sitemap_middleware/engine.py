@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from .concurrency.deadlines import beat
 from .errors import EntryError, MeasureLimitError, ProviderError
 from .protocol.entries import Normaliser, w3c_datetime
-from .protocol.render import MAX_BYTES, MAX_SITEMAPS, IndexEntry, Limits, PageWriter, render_index
+from .protocol.hreflang import Localised
+from .protocol.render import MAX_BYTES, MAX_NEWS, MAX_SITEMAPS, IndexEntry, Limits, PageWriter, render_index
 from .protocol.uris import Site
 from .protocol.xmltext import escape
 from .providers import AsyncRunner, Batches, Section, resolve
@@ -38,6 +39,7 @@ __all__ = ["DEFAULT_MEASURE_TIMEOUT", "Engine", "MismatchListener", "PagePlan", 
 
 SkipListener = Callable[[str, EntryError, object], None]
 MismatchListener = Callable[[str, str], None]  # (section name, what did not hold)
+CountListener = Callable[[str, str], None]  # (section name, counter): an event that is no error
 
 # Measuring 10M URLs takes tens of seconds; a provider that never ends takes forever.
 DEFAULT_MEASURE_TIMEOUT = 300.0
@@ -116,7 +118,11 @@ class PagePlan:
 
 
 class Engine:
-    """Renders pages and indexes for one site; holds no per-request state."""
+    """Renders pages and indexes for one site; holds no per-request state.
+
+    ``clock`` (wall time) places a section's news window; ``on_count`` hears of news left
+    outside it (``news_outside_window``), from page renders only, like skips.
+    """
 
     def __init__(
         self,
@@ -128,8 +134,12 @@ class Engine:
         measure_timeout: float | None = DEFAULT_MEASURE_TIMEOUT,
         timer: Callable[[], float] = time.monotonic,
         on_mismatch: MismatchListener | None = None,
+        clock: Callable[[], float] = time.time,
+        on_count: CountListener | None = None,
     ) -> None:
         self.site = site
+        self._clock = clock
+        self._on_count = on_count
         self._normalisers: dict[str, Normaliser] = {}
         self._on_skip = on_skip
         self._on_mismatch = on_mismatch
@@ -154,13 +164,36 @@ class Engine:
         def skip(error: EntryError, raw: object) -> None:
             if self._strict:
                 raise error
+            if type(raw) is Localised:
+                if raw.language:
+                    return  # an entry is refused whole, in every language: reported once
+                raw = raw.entry
             if not quiet:
                 self._on_skip(section.name, error, raw)
 
+        declared = section.extensions
+        if not declared.names:
+            return PageWriter(
+                self._normaliser(prefix),
+                limits=Limits(max_urls=section.page_size, max_bytes=self._max_bytes),
+                on_skip=skip,
+            )
+
+        def outside_window() -> None:
+            if not quiet and self._on_count is not None:
+                self._on_count(section.name, "news_outside_window")
+
+        # A section with extensions gets a normaliser per page: it holds the page's news
+        # window and the entry its languages are expanding.
+        normaliser = Normaliser(
+            self.site, prefix, extensions=declared, now=self._clock(), on_outside_window=outside_window
+        )
+        max_news = MAX_NEWS if "news" in declared.names else None
         return PageWriter(
-            self._normaliser(prefix),
-            limits=Limits(max_urls=section.page_size, max_bytes=self._max_bytes),
+            normaliser,
+            limits=Limits(max_urls=section.page_size, max_bytes=self._max_bytes, max_news=max_news),
             on_skip=skip,
+            head=declared.head,
         )
 
     def plan(
@@ -270,6 +303,7 @@ class Engine:
         the mismatch is logged and reported to ``on_mismatch``, and the section is
         measured (the exact plan, as for a section without a count, up to ``until``).
         """
+        count *= section.extensions.urls_per_entry  # pages count URLs: entries times languages
         self._declared[section.name] = count
         windows = PagePlan.uniform(count, section.page_size)
         if self._distrusted.get(section.name) == count:
@@ -433,7 +467,7 @@ def _pull(
     section: Section, start: Key, run_async: AsyncRunner, limit: int | None = None, *, base_url: str
 ) -> Batches:
     """The provider's batches, with anything it raises turned into a `ProviderError`."""
-    batches = section.provider.batches(start, run_async, limit, base_url=base_url)
+    batches = section.batches(start, run_async, limit, base_url=base_url)
     try:
         while True:
             try:

@@ -40,6 +40,8 @@ from typing import Any, Protocol, TypeVar
 
 from .concurrency.deadlines import within
 from .errors import ConfigurationError, ProviderError
+from .protocol.extensions import PLAIN, Extensions
+from .protocol.hreflang import Localised
 from .protocol.render import MAX_URLS
 from .sources import Key, PagedSource
 
@@ -51,6 +53,7 @@ __all__ = [
     "Provider",
     "ProviderFunc",
     "Section",
+    "localised",
     "resolve",
 ]
 
@@ -317,9 +320,10 @@ class Section:
     ``SELECT MAX(updated_at)``), a counter or a hash. ``count`` is a cheap callable
     returning how many entries the provider yields (``SELECT COUNT(*)``): with it,
     pages are fixed windows of ``page_size`` entries and the index never iterates.
+    ``extensions``: what its pages carry (their namespaces, languages, news window).
     """
 
-    __slots__ = ("count", "name", "page_size", "provider", "version")
+    __slots__ = ("count", "extensions", "name", "page_size", "provider", "version")
 
     def __init__(
         self,
@@ -328,14 +332,64 @@ class Section:
         page_size: int,
         version: Call | None = None,
         count: Call | None = None,
+        extensions: Extensions = PLAIN,
     ) -> None:
         self.name = name
         self.provider = provider
         self.page_size = page_size
         self.version = version
         self.count = count
+        self.extensions = extensions
 
     @property
     def paged(self) -> bool:
         """Whether a `sources.PagedSource` knows this section's pages."""
         return self.provider.source is not None
+
+    def batches(
+        self, start: Key, run_async: AsyncRunner, limit: int | None = None, *, base_url: str = ""
+    ) -> Batches:
+        """The provider's batches from position ``start``, as the section's pages count them.
+
+        In a section with languages, positions count URLs: entry ``n`` in language ``k`` is
+        position ``n * languages + k`` (`localised`).
+        """
+        if self.extensions.languages is None:
+            return self.provider.batches(start, run_async, limit, base_url=base_url)
+        per_entry = self.extensions.urls_per_entry
+        assert isinstance(start, int)  # a paged source takes no languages (add_provider refuses it)
+        first, skip = divmod(start, per_entry)
+        entries = None if limit is None else -(-(skip + limit) // per_entry)
+        batches = self.provider.batches(first, run_async, entries, base_url=base_url)
+        return localised(batches, per_entry, skip, limit)
+
+
+def localised(batches: Batches, per_entry: int, skip: int = 0, limit: int | None = None) -> Batches:
+    """Each entry as ``per_entry`` `Localised` ones, in batches of at most `MAX_BATCH`: one
+    batch of entries times languages is never held, let alone the section's.
+
+    The first ``skip`` are left out (a page may start inside an entry), and at most ``limit`` given.
+    """
+    try:
+        batch: list[object] = []
+        for entries in batches:
+            for entry in entries:
+                for language in range(per_entry):
+                    if skip:
+                        skip -= 1
+                        continue
+                    if limit is not None:
+                        if limit == 0:
+                            if batch:
+                                yield batch
+                            return
+                        limit -= 1
+                    batch.append(Localised(entry, language))
+                    if len(batch) >= MAX_BATCH:
+                        yield batch
+                        batch = []
+            if batch:
+                yield batch  # as soon as the provider's batch is spent: a slow provider streams
+                batch = []
+    finally:
+        batches.close()

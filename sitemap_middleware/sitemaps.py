@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, TypeVar
 
 from .asgi import ASGIApp, SitemapASGIMiddleware
@@ -26,6 +27,7 @@ from .config import check_timeout
 from .engine import DEFAULT_MEASURE_TIMEOUT, Engine
 from .errors import ConfigurationError
 from .gateway import Gateway
+from .protocol.extensions import Extensions
 from .protocol.render import MAX_BYTES, MAX_URLS
 from .providers import Call, Provider, ProviderFunc, Section
 from .service import Service
@@ -152,6 +154,8 @@ class Sitemaps:
                     max_bytes=max_page_bytes,
                     measure_timeout=measure_timeout,
                     on_mismatch=self._count_mismatch,
+                    clock=clock,
+                    on_count=self.stats.count,
                 ),
                 sections=self._sections,
                 stats=self.stats,
@@ -186,6 +190,10 @@ class Sitemaps:
         page_size: int | None = None,
         version: VersionFunc | None = None,
         count: CountFunc | None = None,
+        extensions: Iterable[str] = (),
+        languages: Sequence[str] | Mapping[str, str] | None = None,
+        x_default: str | None = None,
+        news_window: timedelta | None = None,
     ) -> Callable[[F], F]:
         """Register the decorated callable as the provider of section ``name``.
 
@@ -200,10 +208,32 @@ class Sitemaps:
           entries the provider yields (``SELECT COUNT(*)``). Pages become fixed windows
           of ``page_size`` entries, so the index is answered without iterating, and a
           provider taking ``offset`` and ``limit`` is asked for one page's rows only.
+        - ``extensions``: which of ``"alternates"``, ``"images"``, ``"videos"``, ``"news"``
+          its `Url` entries carry. Their namespaces are declared on this section's pages
+          only; an entry using one its section does not declare is skipped (counted as
+          ``skipped:undeclared extension``). Pages of a section with news are cut at
+          1,000 news entries.
+        - ``languages``: the section's languages (``["en", "de"]``, or a mapping of tag to
+          path prefix, ``{"en": "", "de": "/de"}``; by default ``/<tag>``). Each entry is
+          served once per language, below that language's prefix, each URL carrying the
+          whole hreflang group. ``x_default``: the language whose URL is x-default.
+        - ``news_window``: how old a news article may be (Google News reads two days:
+          ``timedelta(days=2)``). An older one keeps its URL and loses its ``<news:news>``,
+          counted as ``news_outside_window``.
         """
 
         def register(func: F) -> F:
-            self.add_provider(name, func, page_size=page_size, version=version, count=count)
+            self.add_provider(
+                name,
+                func,
+                page_size=page_size,
+                version=version,
+                count=count,
+                extensions=extensions,
+                languages=languages,
+                x_default=x_default,
+                news_window=news_window,
+            )
             return func
 
         return register
@@ -216,6 +246,10 @@ class Sitemaps:
         page_size: int | None = None,
         version: VersionFunc | None = None,
         count: CountFunc | None = None,
+        extensions: Iterable[str] = (),
+        languages: Sequence[str] | Mapping[str, str] | None = None,
+        x_default: str | None = None,
+        news_window: timedelta | None = None,
     ) -> None:
         """Register ``func`` as the provider of section ``name`` (the non-decorator form).
 
@@ -240,18 +274,27 @@ class Sitemaps:
             raise ConfigurationError(
                 f"provider for {name!r} is a paged source: it knows its pages, so no count"
             )
+        if paged and languages is not None:
+            # Its pages are ranges of its own keys; a language expansion would cut them anew.
+            raise ConfigurationError(
+                f"provider for {name!r} is a paged source: give entries alternates, not languages"
+            )
         for what, declared in (("version", version), ("count", count)):
             if declared is not None and not callable(declared):
                 raise ConfigurationError(
                     f"{what} for {name!r} must be callable, not {type(declared).__name__}"
                 )
         size = self.page_size if page_size is None else _check_page_size(page_size)
+        carried = Extensions.declare(
+            extensions, languages=languages, x_default=x_default, news_window=news_window
+        )
         self._sections[name] = Section(
             name,
             Provider.wrap(name, func),
             size,
             None if version is None else Call.of(version),
             None if count is None else Call.of(count),
+            carried,
         )
 
     def _count_mismatch(self, section: str, detail: str) -> None:

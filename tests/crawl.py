@@ -16,10 +16,14 @@ from collections.abc import AsyncIterable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from sitemap_middleware import Sitemaps, Url
+from lxml import etree
+
+from sitemap_middleware import Alternate, Image, News, Sitemaps, Url, Video
 from sitemap_middleware.providers import ProviderFunc
 
-from .xsd import locs, validate
+from .xsd import NS, locs, validate
+
+XHTML_LINK = "{http://www.w3.org/1999/xhtml}link"
 
 BASE = "https://shop.example"
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -113,3 +117,96 @@ def provider_locs(root: str, *providers: ProviderFunc) -> set[str]:
 
 async def _drain(entries: AsyncIterable[object]) -> list[object]:
     return [entry async for entry in entries]
+
+
+# -- a tree with every extension ----------------------------------------------------------------------
+
+EXT_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+# Each section of `extension_shop` and the extensions its pages carry.
+EXTENSION_SECTIONS = {
+    "pages": set(),
+    "products": {"alternates", "images"},
+    "videos": {"videos"},
+    "news": {"news"},
+    "mixed": {"alternates", "images", "videos", "news"},
+}
+
+
+def extension_shop(base_url: str = BASE) -> tuple[Sitemaps, list[str]]:
+    """A tree whose sections use each extension (`EXTENSION_SECTIONS`), and every loc it serves.
+
+    ``mixed`` holds all four in one page, its hreflang groups given entry by entry; ``products``
+    declares its languages and expands each entry into both.
+    """
+    sitemaps = Sitemaps(base_url=base_url, strict=True, clock=lambda: EXT_EPOCH.timestamp())
+    sitemaps.provider("pages")(lambda: ["/", "/about"])
+    sitemaps.provider("products", languages=["en", "de"], x_default="en", extensions=["images"], page_size=5)(
+        lambda: [
+            Url(f"/p/{n}", images=[f"https://cdn.example.net/p/{n}/{i}.jpg" for i in range(n)])
+            for n in range(4)
+        ]
+    )
+
+    def video(n: int) -> Video:
+        return Video(
+            thumbnail_loc=f"/t/{n}.jpg",
+            title=f"Video {n} ]]> & \u05e9\u05dc\u05d5\u05dd",
+            description="Caf\u00e9 \U0001f969 'quoted' \"twice\" <b>",
+            content_loc=f"https://cdn.example.net/v/{n}.mp4",
+            duration=60 * (n + 1),
+            publication_date=EXT_EPOCH,
+            family_friendly=True,
+            tags=["a", "b"],
+        )
+
+    sitemaps.provider("videos", extensions=["videos"])(
+        lambda: [Url(f"/v/{n}", videos=[video(n)]) for n in range(3)]
+    )
+
+    def article(n: int) -> News:
+        return News("The Example Times", "en", EXT_EPOCH - timedelta(hours=n), f"Headline {n} & more")
+
+    sitemaps.provider("news", extensions=["news"], news_window=timedelta(days=2))(
+        lambda: [Url(f"/a/{n}", news=article(n)) for n in range(3)]
+    )
+
+    def mixed() -> Iterator[Url]:
+        group = [Alternate("en", "/m/en"), Alternate("fr", "/m/fr"), Alternate("x-default", "/m/en")]
+        for alternate in group[:2]:
+            yield Url(
+                alternate.href,
+                lastmod=EXT_EPOCH,
+                alternates=group,
+                images=[Image("/i/m.jpg")],
+                videos=[video(9)],
+                news=article(1),
+            )
+        yield Url("/m/plain")
+
+    sitemaps.provider("mixed", extensions=["alternates", "images", "videos", "news"])(mixed)
+    expected = [f"{base_url}/", f"{base_url}/about"]
+    expected += [f"{base_url}/{lang}/p/{n}" for n in range(4) for lang in ("en", "de")]
+    expected += [f"{base_url}/v/{n}" for n in range(3)] + [f"{base_url}/a/{n}" for n in range(3)]
+    expected += [f"{base_url}/m/en", f"{base_url}/m/fr", f"{base_url}/m/plain"]
+    return sitemaps, expected
+
+
+def hreflang_groups(pages: Iterable[etree._Element]) -> dict[str, list[tuple[str, str]]]:
+    """Each URL's hreflang group, (hreflang, href) in document order, by loc (URLs with one only)."""
+    groups = {}
+    for page in pages:
+        for url in page:
+            links = [(link.get("hreflang") or "", link.get("href") or "") for link in url.iter(XHTML_LINK)]
+            if links:
+                groups[url.findtext("sm:loc", namespaces=NS) or ""] = links
+    return groups
+
+
+def assert_reciprocal(groups: dict[str, list[tuple[str, str]]]) -> None:
+    """Every member of every group is served with that very group (Google: return links)."""
+    for loc, group in groups.items():
+        assert loc in {href for _, href in group}, f"{loc} is not in its own group"
+        assert sum(tag == "x-default" for tag, _ in group) <= 1
+        assert len({tag for tag, _ in group}) == len(group)
+        for _, href in group:
+            assert sorted(groups.get(href, [])) == sorted(group), f"{href} does not return {loc}'s group"

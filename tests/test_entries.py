@@ -458,7 +458,7 @@ def test_mapping_entry_is_read_like_a_url(raw: dict[str, Any], expected: NormalU
     ("raw", "reason"),
     [
         pytest.param({"url": "/p/1"}, "unsupported entry type", id="mapping-unknown-key"),
-        pytest.param({"loc": "/p/1", "images": []}, "unsupported entry type", id="mapping-extra-key"),
+        pytest.param({"loc": "/p/1", "caption": "x"}, "unsupported entry type", id="mapping-extra-key"),
         pytest.param({}, "unsupported entry type", id="mapping-empty"),
         pytest.param({"loc": 5}, "invalid loc", id="mapping-loc-not-string"),
         pytest.param({"loc": "/p/1", "priority": 3}, "invalid priority", id="mapping-bad-priority"),

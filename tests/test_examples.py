@@ -26,8 +26,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from .conftest import wait_until
-from .crawl import crawl, provider_locs, robots_lines
-from .xsd import locs, validate
+from .crawl import assert_reciprocal, crawl, hreflang_groups, provider_locs, robots_lines
+from .xsd import locs, parse, validate
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -39,13 +39,20 @@ PROVIDERS = {
     "flask_app": ("pages", "posts"),
     "starlette_app": ("pages", "products", "articles"),
     "django_app": ("pages", "events"),
+    "multilingual_shop": ("pages", "products"),
 }
 INDEX = {
     "flask_app": ["pages-1", "posts-1", "posts-2"],
     "starlette_app": ["pages-1", "products-1", "articles-1"],
     "django_app": ["pages-1", "events-1"],
+    "multilingual_shop": ["pages-1", "products-1"],
 }
-APP_ROUTE = {"flask_app": "/posts/post-7", "starlette_app": "/about", "django_app": "/events/meetup-3"}
+APP_ROUTE = {
+    "flask_app": "/posts/post-7",
+    "starlette_app": "/about",
+    "django_app": "/events/meetup-3",
+    "multilingual_shop": "/de/p/blue-shoe",
+}
 
 # Runs in a fresh interpreter: import the Django example, GET the app route, robots.txt,
 # the index and every page it lists through a WSGI test client, and print what came back (and what the
@@ -139,6 +146,11 @@ def example(request: pytest.FixtureRequest) -> Iterator[Driven]:
         return
     module = load_example(name)
     expected = provider_locs(ROOT, *(getattr(module, provider) for provider in PROVIDERS[name]))
+    languages = getattr(module, "LANGUAGES", None)
+    if languages is not None:  # its sections serve each entry below each language's prefix
+        expected = {
+            ROOT + prefix + loc.removeprefix(ROOT) for loc in expected for prefix in languages.values()
+        }
     try:
         if name == "flask_app":
             client = module.app.test_client()
@@ -174,6 +186,28 @@ def test_example_pages_hold_exactly_its_providers_urls(example: Driven) -> None:
 def test_example_robots_txt_names_the_index(example: Driven) -> None:
     lines = robots_lines(example.fetch("/robots.txt"))  # no example has one: ours is served
     assert lines == ["User-agent: *", "Allow: /", f"Sitemap: {ROOT}/sitemap-index.xml"]
+
+
+def test_multilingual_example_lists_each_product_in_each_language_with_its_photos() -> None:
+    module = load_example("multilingual_shop")
+    try:
+        with TestClient(module.app) as client:
+            pages = [parse(client.get(f"/sitemap-{name}-1.xml").content) for name in ("pages", "products")]
+    finally:
+        sys.modules.pop(module.__name__, None)
+    groups = hreflang_groups(pages)
+    assert_reciprocal(groups)
+    assert groups[f"{ROOT}/fr/p/red-scarf"] == [
+        ("en", f"{ROOT}/p/red-scarf"),
+        ("de", f"{ROOT}/de/p/red-scarf"),
+        ("fr", f"{ROOT}/fr/p/red-scarf"),
+        ("x-default", f"{ROOT}/p/red-scarf"),
+    ]
+    image = "{http://www.google.com/schemas/sitemap-image/1.1}"
+    photos = {url[0].text: [loc.text for loc in url.iter(f"{image}loc")] for url in pages[1]}
+    assert photos[f"{ROOT}/de/p/blue-shoe"] == [
+        f"https://cdn.example.net/p/blue-shoe/{photo}.jpg" for photo in ("front", "side", "sole")
+    ]
 
 
 def test_example_app_route_answers(example: Driven) -> None:

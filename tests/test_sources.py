@@ -124,3 +124,8 @@ def test_a_bad_lastmod_from_pages_is_left_out_and_counted(make_client):
 def test_a_paged_source_takes_no_count():
     with pytest.raises(ConfigurationError, match="paged source"):
         Sitemaps(base_url=BASE).add_provider("products", Rows(KEYS), count=lambda: 10)
+
+
+def test_a_paged_source_takes_no_languages():
+    with pytest.raises(ConfigurationError, match="paged source"):
+        Sitemaps(base_url=BASE).add_provider("products", Rows(KEYS), languages=["en", "de"])

@@ -14,20 +14,27 @@ writer asks for the finished element instead, the one place a ``<url>`` is writt
 
     normalise.element(Url("/p/1", changefreq="daily"))
     # ('<url><loc>https://shop.example/p/1</loc><changefreq>daily</changefreq></url>\n', None)
+
+A `Url` may carry extensions (hreflang ``alternates``, ``images``, ``videos``, ``news``),
+written after its core fields by the rules in extensions.py, when its section declares
+them; a section with languages hands the writer `Localised` entries, each one URL of its
+entry's reciprocal group.
 """
 
 from __future__ import annotations
 
-import math
-import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import NamedTuple
-from urllib.parse import urlsplit
 
 from ..errors import EntryError
-from .uris import Site, canonical_host, quote_uri, remove_dot_segments
+from .extensions import PLAIN, Alternate, Extensions, Image, News, Video
+from .hreflang import X_DEFAULT, Localised
+from .locs import MAX_LOC_LENGTH, PLAIN_PATH, LocRules
+from .tags import alternates_xml, images_xml, link, news_xml, videos_xml
+from .uris import Site
+from .values import decimal_text, w3c_datetime
 from .xmltext import escape_uri
 
 __all__ = [
@@ -40,21 +47,6 @@ __all__ = [
 
 # sitemaps.org 0.9: the seven values the schema's tChangeFreq enumerates.
 CHANGEFREQS = frozenset({"always", "hourly", "daily", "weekly", "monthly", "yearly", "never"})
-
-# sitemaps.org: "must be less than 2,048 characters"; the XSD also demands at least 12.
-MAX_LOC_LENGTH = 2047
-MIN_LOC_LENGTH = 12
-
-_UTC = UTC
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
-# A path on our site ("/..." but not "//host/...") made only of these needs no quoting and
-# holds nothing to reject: the fast path, checked in one match. Not "#", and no "." or ".."
-# segment before any "?": those take the slow path, which drops the fragment and removes
-# dot-segments. The lookahead scans the path once more; checking segment by segment inside
-# the main loop measured twice as slow. Not "%": an escape may need fixing.
-_PLAIN_PATH = re.compile(r"(?![^?]*/\.\.?(?:[/?]|\Z))/(?!/)[A-Za-z0-9\-._~:/?@!$&'()*+,;=]*")
-# XML 1.0 forbids C0 controls except tab/LF/CR; in a URL even those are malformed.
-_CONTROL = re.compile(r"[\x00-\x20\x7f-\x9f]")
 
 
 class Url(NamedTuple):
@@ -69,8 +61,13 @@ class Url(NamedTuple):
       `date`, or an ISO 8601 string; ``None`` omits the element.
     - ``changefreq``: one of `CHANGEFREQS` (case-insensitive).
     - ``priority``: a number from 0.0 to 1.0.
+    - ``alternates``: the page's hreflang group, `Alternate` records (itself included).
+    - ``images``: `Image` records (or their locs), at most 1,000.
+    - ``videos``: `Video` records.
+    - ``news``: a `News` record.
 
-    Nothing is checked here: values are validated when the entry is rendered, and a
+    Extensions are written only in sections that declare them (``extensions=`` when the
+    provider is registered). Nothing is checked here: values are validated when the entry is rendered, and a
     bad entry is skipped and logged (or raises, with ``Sitemaps(strict=True)``).
     Immutable; a NamedTuple rather than a frozen dataclass because providers build
     millions of them and a frozen dataclass costs twice as much to construct.
@@ -80,6 +77,19 @@ class Url(NamedTuple):
     lastmod: datetime | date | str | None = None
     changefreq: str | None = None
     priority: float | Decimal | None = None
+    alternates: Sequence[Alternate] | None = None
+    images: Sequence[Image | str] | None = None
+    videos: Sequence[Video] | None = None
+    news: News | None = None
+
+    def __repr__(self) -> str:
+        # Log lines quote skipped entries: the extensions an entry does not use stay out.
+        shown = (
+            f"{name}={value!r}"
+            for index, (name, value) in enumerate(zip(self._fields, self, strict=True))
+            if index < 4 or value is not None
+        )
+        return f"Url({', '.join(shown)})"
 
 
 class NormalUrl(NamedTuple):
@@ -91,59 +101,8 @@ class NormalUrl(NamedTuple):
     priority: str | None
 
 
-def w3c_datetime(value: object) -> str:
-    """Format a lastmod in W3C Datetime, UTC, with an explicit offset.
-
-    Aware datetimes are converted to UTC; naive ones are taken as UTC (the documented
-    rule, so that a server's local zone never leaks into the output). Dates stay dates.
-    Seconds precision: crawlers ignore fractions and HTTP dates have none.
-    """
-    if type(value) is datetime and value.tzinfo is _UTC and not value.microsecond:
-        # The common case, first: a UTC datetime to the second is its own isoformat(). A test
-        # (tests/test_rules.py) holds this branch to what the general one below writes.
-        return value.isoformat()
-    if isinstance(value, datetime):
-        zone = value.tzinfo
-        if zone is not None and zone is not _UTC:
-            if value.utcoffset() is None:
-                zone = None  # a tzinfo that names no offset leaves the datetime naive
-            else:
-                try:
-                    value = value.astimezone(_UTC)
-                except OverflowError:
-                    # 0001-01-01T00:30+01:00 is a real instant with no year-1-or-later UTC form.
-                    raise EntryError("invalid lastmod", f"{value!r} is out of range in UTC") from None
-                zone = _UTC
-        if value.microsecond:
-            value = value.replace(microsecond=0)
-        # isoformat() is C and several times faster than formatting the fields ourselves.
-        return value.isoformat() if zone is _UTC else value.isoformat() + "+00:00"
-    if isinstance(value, date):
-        return f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            if len(text) == 10:
-                return w3c_datetime(date.fromisoformat(text))
-            if len(text) >= 16 and text[10] in "Tt ":
-                return w3c_datetime(datetime.fromisoformat(text))
-        except ValueError:
-            pass
-        raise EntryError("invalid lastmod", repr(value))
-    raise EntryError("invalid lastmod", f"{type(value).__name__} is not a date or datetime")
-
-
 def _priority(value: object) -> str:
-    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
-        raise EntryError("invalid priority", f"{type(value).__name__} is not a number")
-    # Decimal NaNs are checked before comparing: ordering a Decimal NaN raises InvalidOperation.
-    nan = value.is_nan() if isinstance(value, Decimal) else isinstance(value, float) and math.isnan(value)
-    if nan or not 0 <= value <= 1:
-        raise EntryError("invalid priority", f"{value!r} is not between 0.0 and 1.0")
-    # xsd:decimal has no exponent form, so never let repr() produce one; abs() because
-    # -0.0 passes the range check but would print its sign.
-    text = f"{abs(value):.3f}".rstrip("0")
-    return text + "0" if text.endswith(".") else text
+    return decimal_text(value, 0, 1, "invalid priority")
 
 
 # Finished child elements by value. Only changefreq's seven and exact floats are keys:
@@ -160,22 +119,36 @@ def _changefreq(value: object) -> str:
     raise EntryError("invalid changefreq", repr(value))
 
 
-class Normaliser:
+class Normaliser(LocRules):
     """Turns raw provider values into `NormalUrl`s for one site, or raises `EntryError`.
 
     ``prefix`` is the app's mount path (SCRIPT_NAME / root_path, URI-encoded): a relative
     loc is a path as the app sees it, so it is joined below ``base_url`` + ``prefix``.
+    ``extensions``: what the section being written declares. ``now`` (a Unix time) places
+    its news window: a news article published before it is written without its
+    ``<news:news>``, and ``on_outside_window`` is called. A normaliser for a section with
+    extensions writes one page (it remembers the last entry a language section expanded).
     """
 
-    __slots__ = ("_max_path", "_min_path", "_origin_slash", "_priority_xml", "_root", "site")
+    __slots__ = ("_cutoff", "_extensions", "_group", "_on_outside_window", "_priority_xml")
 
-    def __init__(self, site: Site, prefix: str = "") -> None:
-        self.site = site
-        self._root = site.root + prefix  # relative locs live under the app's mount point
-        # Plain paths within these lengths are neither too long nor too short as URLs.
-        self._min_path = MIN_LOC_LENGTH - len(self._root)
-        self._max_path = MAX_LOC_LENGTH + 1 - len(self._root)
-        self._origin_slash = site.origin + "/"
+    def __init__(
+        self,
+        site: Site,
+        prefix: str = "",
+        *,
+        extensions: Extensions = PLAIN,
+        now: float | None = None,
+        on_outside_window: Callable[[], None] | None = None,
+    ) -> None:
+        super().__init__(site, prefix)
+        self._extensions = extensions
+        window = extensions.news_window
+        self._cutoff = None
+        if window is not None and now is not None:
+            self._cutoff = w3c_datetime(datetime.fromtimestamp(now, UTC) - window)
+        self._on_outside_window = on_outside_window
+        self._group: tuple[object, tuple[tuple[str, ...], str, str | None] | EntryError] | None = None
         self._priority_xml: dict[float, str] = {}
 
     def element(self, raw: object) -> tuple[str, str | None]:
@@ -190,11 +163,17 @@ class Normaliser:
         lastmod: object
         changefreq: object
         priority: object
+        alternates: object
+        images: object
+        videos: object
+        news: object
         if type(raw) is Url:
-            loc, lastmod, changefreq, priority = raw
+            loc, lastmod, changefreq, priority, alternates, images, videos, news = raw
+        elif type(raw) is Localised:
+            return self._localised(raw)
         else:
-            loc, lastmod, changefreq, priority = _fields(raw)
-        if type(loc) is str and self._min_path <= len(loc) < self._max_path and _PLAIN_PATH.fullmatch(loc):
+            loc, lastmod, changefreq, priority, alternates, images, videos, news = _fields(raw)
+        if type(loc) is str and self._min_path <= len(loc) < self._max_path and PLAIN_PATH.fullmatch(loc):
             loc_text = escape_uri(self._root + loc)  # `loc`'s common case, of a length known to be valid
         else:
             loc_text = self.loc(loc)
@@ -215,11 +194,99 @@ class Normaliser:
             priority_xml = f"<priority>{_priority(priority)}</priority>"
         # One f-string, not appends: measured 30% faster.
         lastmod_xml = "" if lastmod_text is None else f"<lastmod>{lastmod_text}</lastmod>"
-        return f"<url><loc>{loc_text}</loc>{lastmod_xml}{changefreq_xml}{priority_xml}</url>\n", lastmod_text
+        if alternates is None and images is None and videos is None and news is None:
+            return (
+                f"<url><loc>{loc_text}</loc>{lastmod_xml}{changefreq_xml}{priority_xml}</url>\n",
+                lastmod_text,
+            )
+        extended = self._extended(loc_text, alternates, images, videos, news)
+        return (
+            f"<url><loc>{loc_text}</loc>{lastmod_xml}{changefreq_xml}{priority_xml}{extended}</url>\n",
+            lastmod_text,
+        )
+
+    def _extended(self, page: str, alternates: object, images: object, videos: object, news: object) -> str:
+        """The extension elements of the page at ``page``, in the order the page writer relies on
+        (`extensions.NEWS_END`: news last)."""
+        declared = self._extensions
+        parts = []
+        if alternates is not None:
+            parts.append(alternates_xml(self, declared, page, alternates))
+        if images is not None:
+            parts.append(images_xml(self, declared, images))
+        if videos is not None:
+            parts.append(videos_xml(self, declared, (page,), videos))
+        if news is not None:
+            written, inside = news_xml(declared, news, self._cutoff)
+            if not inside and self._on_outside_window is not None:
+                self._on_outside_window()  # news comes last: nothing after it can refuse the entry
+            parts.append(written)
+        return "".join(parts)
+
+    def _localised(self, item: Localised) -> tuple[str, str | None]:
+        """One language's ``<url>`` of an entry: its loc, and the group and fields all its URLs share.
+
+        An entry's URLs come one after another, so what they share is made once, with the
+        first, and kept until the next entry; so is the error of an entry that is refused.
+        """
+        entry, index = item
+        group = self._group
+        if group is None or group[0] is not entry:
+            try:
+                group = (entry, self._expand(entry))
+            except EntryError as error:
+                group = (entry, error)
+            self._group = group
+        made = group[1]
+        if isinstance(made, EntryError):
+            raise made
+        locs, shared, lastmod_text = made
+        return f"<url><loc>{locs[index]}</loc>{shared}</url>\n", lastmod_text
+
+    def _expand(self, entry: object) -> tuple[tuple[str, ...], str, str | None]:
+        """An entry's URL in each of its section's languages, and the elements they all carry."""
+        loc, lastmod, changefreq, priority, alternates, images, videos, news = _fields(entry)
+        languages = self._extensions.languages
+        assert languages is not None  # only a section with languages yields Localised entries
+        if alternates is not None and alternates != [] and alternates != ():
+            raise EntryError("invalid alternates", "a section with languages writes each group itself")
+        base = self._canonical(loc)
+        if not base.startswith(self._root + "/"):
+            raise EntryError("invalid loc", f"{base[:100]} is outside base_url: no language prefix applies")
+        rest = base[len(self._root) :]
+        locs = []
+        for prefix in languages.prefixes:
+            url = self._root + prefix + rest
+            if len(url) > MAX_LOC_LENGTH:
+                raise EntryError("loc too long", f"{len(url):,} characters, the limit is {MAX_LOC_LENGTH:,}")
+            locs.append(escape_uri(url))
+        lastmod_text = None if lastmod is None else w3c_datetime(lastmod)
+        shared = [] if lastmod_text is None else [f"<lastmod>{lastmod_text}</lastmod>"]
+        if changefreq is not None:
+            shared.append(_CHANGEFREQ_XML[_changefreq(changefreq)])
+        if priority is not None:
+            shared.append(f"<priority>{_priority(priority)}</priority>")
+        # Google: every URL of a group lists the whole group, itself included, and one x-default.
+        shared.extend(link(tag, url) for tag, url in zip(languages.tags, locs, strict=True))
+        if languages.x_default is not None:
+            shared.append(link(X_DEFAULT, locs[languages.x_default]))
+        if images is not None:
+            shared.append(images_xml(self, self._extensions, images))
+        if videos is not None:
+            shared.append(videos_xml(self, self._extensions, locs, videos))
+        if news is not None:
+            self._extensions.check("news")  # never declared with languages: always refused
+        return tuple(locs), "".join(shared), lastmod_text
 
     def __call__(self, raw: object) -> NormalUrl:
-        """``raw``'s validated fields, by the same rules `element` writes them with."""
-        loc, lastmod, changefreq, priority = _fields(raw)
+        """``raw``'s validated core fields, by the same rules `element` writes them with.
+
+        An entry whose extensions `element` refuses is refused here too.
+        """
+        fields = _fields(raw)
+        if any(value is not None for value in fields[4:]):
+            self.element(raw)
+        loc, lastmod, changefreq, priority = fields[:4]
         return NormalUrl(
             self.loc(loc),
             None if lastmod is None else w3c_datetime(lastmod),
@@ -227,91 +294,17 @@ class Normaliser:
             None if priority is None else _priority(priority),
         )
 
-    def loc(self, loc: object) -> str:
-        """Validate and canonicalise one loc; the result is absolute, ASCII and XML-escaped."""
-        if not isinstance(loc, str):
-            raise EntryError("invalid loc", f"{type(loc).__name__} is not a string")
-        if not loc:
-            raise EntryError("invalid loc", "empty")
-        if _PLAIN_PATH.fullmatch(loc) is not None:
-            absolute = self._root + loc  # the common case: a plain path on our site
-        elif loc.startswith(self._origin_slash) and _PLAIN_PATH.fullmatch(loc, len(self._origin_slash) - 1):
-            absolute = loc  # a plain absolute URL on our origin: its path is checked in place
-        else:
-            absolute = self._slow_loc(loc)
-        if len(absolute) > MAX_LOC_LENGTH:
-            raise EntryError("loc too long", f"{len(absolute):,} characters, the limit is {MAX_LOC_LENGTH:,}")
-        if len(absolute) < MIN_LOC_LENGTH:
-            raise EntryError("loc too short", absolute)
-        return escape_uri(absolute)
 
-    def _slow_loc(self, loc: str) -> str:
-        """Every loc that needs quoting, joining or a host check (or holds something bad).
-
-        A fragment is dropped: it names a part of the page, and the sitemap lists the page
-        (crawlers drop it too). A ``#!`` one is refused instead, as "invalid loc": each
-        names another view of an AJAX app, and dropping it would list the page once per view.
-        Dot-segments are removed (RFC 3986 §5.2.4) from the loc's own path before it is
-        joined, so a relative loc never climbs out of ``base_url`` and the mount path.
-        """
-        if _CONTROL.search(loc) is not None:
-            raise EntryError("invalid loc", "whitespace or control character")
-        if not loc.isascii():
-            try:
-                loc.encode("utf-8")
-            except UnicodeEncodeError:
-                raise EntryError("invalid loc", "not valid Unicode (lone surrogate)") from None
-        loc, _, fragment = loc.partition("#")
-        if fragment.startswith("!"):
-            raise EntryError("invalid loc", "a #! fragment names a view the page alone cannot stand for")
-        if loc.startswith(self._origin_slash):
-            # Quote only after the authority: an IPv6 host's brackets must stay as they are.
-            absolute = self.site.origin + remove_dot_segments(quote_uri(loc[len(self._origin_slash) - 1 :]))
-        elif loc[:1] == "/" and not loc.startswith("//"):
-            absolute = self._root + remove_dot_segments(quote_uri(loc))
-        elif loc.startswith("//") or _SCHEME.match(loc) is not None:
-            absolute = self._absolute(loc)
-        else:
-            absolute = self._root + remove_dot_segments(f"/{quote_uri(loc)}")
-        return absolute
-
-    def _absolute(self, loc: str) -> str:
-        site = self.site
-        # EntryError is a ValueError: raise it outside the try, or its reason would be lost.
-        try:
-            parts = urlsplit(f"{site.scheme}:{loc}" if loc.startswith("//") else loc)
-            hostname, port = parts.hostname, parts.port
-        except ValueError:
-            raise EntryError("invalid loc", loc[:100]) from None
-        scheme = parts.scheme.lower()
-        if scheme != site.scheme:
-            raise EntryError("other scheme", loc[:100])
-        if not hostname:
-            raise EntryError("invalid loc", loc[:100])
-        if parts.username is not None or parts.password is not None:
-            # https://shop.example@evil.com/ is evil.com; credentials never belong in a sitemap.
-            raise EntryError("other host", loc[:100])
-        try:
-            host = canonical_host(scheme, hostname, port)
-        except UnicodeError:
-            raise EntryError("invalid loc", loc[:100]) from None
-        if host != site.host:
-            raise EntryError("other host", loc[:100])
-        # The authority follows the first "//" (a scheme cannot hold "/"); searching for the
-        # netloc text instead would find "s" inside "https" for a host named "s".
-        tail = loc[loc.index("//") + 2 + len(parts.netloc) :]
-        return site.origin + remove_dot_segments(quote_uri(tail or "/"))
+_URL_KEYS = frozenset(Url._fields)
+_NO_FIELDS = (None,) * (len(Url._fields) - 1)
 
 
-_URL_KEYS = frozenset({"loc", "lastmod", "changefreq", "priority"})
-
-
-def _fields(raw: object) -> tuple[object, object, object, object]:
-    """The four raw fields of any entry shape a provider may yield."""
+def _fields(raw: object) -> Url | tuple[object, ...]:
+    """The raw fields of any entry shape a provider may yield, in `Url`'s order."""
     if isinstance(raw, Url):
         return raw
     if isinstance(raw, str):
-        return raw, None, None, None
+        return (raw, *_NO_FIELDS)
     if isinstance(raw, Mapping):
         return _from_mapping(raw)
     raise EntryError("unsupported entry type", type(raw).__name__)

@@ -12,7 +12,9 @@ so a caller can stream a page of 50,000 URLs without ever holding it whole::
     out.append(page.tail())
 
 It stops a page before either protocol limit would break and says where it stopped
-(`consumed`), which is how pages are cut by bytes as well as by count.
+(`consumed`), which is how pages are cut by bytes as well as by count (and, in a section
+with news, at 1,000 news entries). A section with extensions passes its own ``head``,
+which declares their namespaces.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 
 from ..errors import EntryError
 from .entries import Normaliser
+from .extensions import NEWS_END
 
 __all__ = ["IndexEntry", "Limits", "PageWriter", "render_index"]
 
@@ -37,16 +40,22 @@ INDEX_TAIL = b"</sitemapindex>\n"
 MAX_URLS = 50_000
 MAX_BYTES = 50 * 1024 * 1024
 MAX_SITEMAPS = 50_000
+# Google News: at most 1,000 <news:news> per file.
+MAX_NEWS = 1000
 
 SkipHandler = Callable[[EntryError, object], None]
 
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """How much one urlset file may hold; both default to the protocol's maximum."""
+    """How much one urlset file may hold; both default to the protocol's maximum.
+
+    ``max_news``: news entries per file, in a section with news (``None``: not counted).
+    """
 
     max_urls: int = MAX_URLS
     max_bytes: int = MAX_BYTES
+    max_news: int | None = None
 
 
 class PageWriter:
@@ -55,12 +64,14 @@ class PageWriter:
     Attributes read after feeding: ``count`` (URLs written), ``consumed`` (raw values
     taken, including skipped ones: the next page starts there), ``full`` (a limit was
     reached and the last batch was not taken whole) and ``lastmod`` (newest lastmod
-    written, or ``None`` when no entry had one).
+    written, or ``None`` when no entry had one). ``head``: the urlset start tag.
     """
 
     __slots__ = (
         "_budget",
         "_empty_budget",
+        "_head",
+        "_news",
         "_normalise",
         "_on_skip",
         "consumed",
@@ -70,19 +81,22 @@ class PageWriter:
         "limits",
     )
 
-    def __init__(self, normalise: Normaliser, *, limits: Limits, on_skip: SkipHandler) -> None:
+    def __init__(
+        self, normalise: Normaliser, *, limits: Limits, on_skip: SkipHandler, head: bytes = URLSET_HEAD
+    ) -> None:
         self._normalise = normalise
         self._on_skip = on_skip
+        self._head = head
         self.limits = limits
-        self._budget = self._empty_budget = limits.max_bytes - len(URLSET_HEAD) - len(URLSET_TAIL)
+        self._budget = self._empty_budget = limits.max_bytes - len(head) - len(URLSET_TAIL)
+        self._news = 0
         self.count = 0
         self.consumed = 0
         self.full = False
         self.lastmod: str | None = None
 
-    @staticmethod
-    def head() -> bytes:
-        return URLSET_HEAD
+    def head(self) -> bytes:
+        return self._head
 
     @staticmethod
     def tail() -> bytes:
@@ -92,6 +106,7 @@ class PageWriter:
         """Render as much of ``batch`` as fits; returns the UTF-8 bytes written."""
         element = self._normalise.element
         max_urls = self.limits.max_urls
+        max_news = self.limits.max_news
         parts: list[str] = []
         size = 0
         budget = self._budget
@@ -116,6 +131,11 @@ class PageWriter:
             if count >= max_urls or size + length > budget:
                 self.full = True
                 break
+            if max_news is not None and text.endswith(NEWS_END):
+                if self._news >= max_news:
+                    self.full = True
+                    break
+                self._news += 1
             taken += 1
             size += length
             count += 1

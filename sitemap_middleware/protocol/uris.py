@@ -17,7 +17,7 @@ from urllib.parse import quote, urlsplit
 
 from ..errors import ConfigurationError
 
-__all__ = ["Site", "canonical_host", "quote_uri", "remove_dot_segments"]
+__all__ = ["Site", "canonical_host", "check_host", "quote_uri", "remove_dot_segments"]
 
 # Characters RFC 3986 allows after the authority (unreserved, reserved and '%'); anything
 # else is quoted. Not "[" and "]": §3.2.2 keeps them for an IP literal host, and nothing
@@ -69,7 +69,7 @@ class Site:
             if parts.query or parts.fragment or parts.username or parts.password:
                 raise ValueError("no query, fragment or credentials allowed")
             host = canonical_host(scheme, parts.hostname, parts.port)
-            _check_host(host, parts.netloc)
+            check_host(host, parts.netloc)
         except (ValueError, UnicodeError) as exc:
             raise ConfigurationError(f"invalid base_url {base_url!r}: {exc}") from None
         path = remove_dot_segments(quote_uri(parts.path)).rstrip("/")
@@ -87,7 +87,7 @@ def canonical_host(scheme: str, hostname: str, port: int | None) -> str:
     return host
 
 
-def _check_host(host: str, netloc: str) -> None:
+def check_host(host: str, netloc: str) -> None:
     """Refuse a canonical host that XML or RFC 3986 cannot carry as it is."""
     if _CANONICAL_HOST.fullmatch(host) is None:
         raise ValueError("a host may hold only letters, digits and '-._~' (or be an IPv6 literal)")
