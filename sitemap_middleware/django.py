@@ -46,6 +46,7 @@ from django.utils import translation
 from sitemap_middleware.django_keys import CHUNK_SIZE, KeyRanges, done_with, model_field, plain_key
 from sitemap_middleware.errors import ConfigurationError, EntryError
 from sitemap_middleware.protocol.entries import Url, w3c_datetime
+from sitemap_middleware.protocol.extensions import Alternate
 from sitemap_middleware.sources import Key, PageStart
 
 __all__ = ["KeysetSource", "SitemapSource", "from_sitemap", "keyset"]
@@ -160,6 +161,9 @@ class SitemapSource:
         self._priority = _attribute(sitemap, "priority")
         # Languages chosen per item: a page's items are known only by counting their URLs.
         self._languages_vary = type(sitemap).get_languages_for_item is not Sitemap.get_languages_for_item
+        # What `Sitemaps.add_provider` declares for the section: hreflang groups, as Django's
+        # view writes them, when the sitemap asks for alternates.
+        self.extensions: tuple[str, ...] = ("alternates",) if sitemap.i18n and sitemap.alternates else ()
 
     def pages(self, page_size: int) -> list[PageStart]:
         size = min(page_size, self.sitemap.limit)
@@ -263,13 +267,13 @@ class SitemapSource:
         else:
             with translation.override(language):
                 loc = self._location(item)
-        # TODO(issue 11): attach hreflang alternates once `Url` takes them (Alternate on main):
-        #   Url(..., alternates=[Alternate(lang, href) for lang, href in self._alternates(item)])
+        alternates = [Alternate(tag, href) for tag, href in self._alternates(item)]
         return Url(
             loc,
             lastmod=self._lastmod(item) or None,
             changefreq=self._changefreq(item) or None,
             priority=_number(self._priority(item)),
+            alternates=alternates or None,
         )
 
     def _alternates(self, item: Any) -> list[tuple[str, str]]:

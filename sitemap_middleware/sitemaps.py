@@ -285,6 +285,9 @@ class Sitemaps:
                     f"{what} for {name!r} must be callable, not {type(declared).__name__}"
                 )
         size = self.page_size if page_size is None else _check_page_size(page_size)
+        if paged and not extensions:
+            # A paged source may say which extensions its entries carry (`sources.PagedSource`).
+            extensions = getattr(func, "extensions", ())
         carried = Extensions.declare(
             extensions, languages=languages, x_default=x_default, news_window=news_window
         )

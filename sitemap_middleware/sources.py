@@ -19,7 +19,9 @@ answers both questions itself, with one cheap query each, over an ordered unique
 
     sitemaps.add_provider("products", Products())
 
-Either method may be ``async`` (or return an async iterable). Keys are ints, strings or
+Either method may be ``async`` (or return an async iterable). A source whose entries carry
+extensions may say so with an ``extensions`` attribute (``("alternates",)``), which
+`Sitemaps.add_provider` reads when it is given none. Keys are ints, strings or
 floats, so a section's plan can be stored in any cache store. The index lists exactly
 the pages `pages` returns, each with the lastmod it names: a true ``<lastmod>`` without
 iterating a single entry in Python. Ready-made sources: `sitemap_middleware.django.keyset`
