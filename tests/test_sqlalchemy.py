@@ -274,11 +274,13 @@ def big_page_source(bind: Any, entry: Counted) -> Keyset | AsyncKeyset:
     return keyset(bind, select(product.c.id, product.c.slug), key=product.c.id, entry=entry)
 
 
-def test_wsgi_close_mid_page_returns_the_connection(engine):
-    in_use = checked_out(engine)
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_wsgi_close_mid_page_returns_the_connection(engine, async_engine, asynchronous):
+    in_use = checked_out(async_engine.sync_engine if asynchronous else engine)
     entry = Counted()
     sitemaps = Sitemaps(base_url=BASE, cache=None)
-    sitemaps.add_provider("products", big_page_source(engine, entry), page_size=ROWS)
+    source = big_page_source(async_engine if asynchronous else engine, entry)
+    sitemaps.add_provider("products", source, page_size=ROWS)
     app = sitemaps.wsgi(plain_wsgi_app)
     body = app(dict(WSGI_ENVIRON), lambda status, headers, exc_info=None: None)
     next(iter(body))
