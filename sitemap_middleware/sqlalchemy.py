@@ -43,7 +43,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from sqlalchemy import Select, func, inspect, select
 from sqlalchemy.engine import Engine
@@ -56,7 +56,8 @@ from sitemap_middleware.sources import Key, PageStart
 
 __all__ = ["AsyncKeyset", "Keyset", "keyset"]
 
-Statement = Select[*tuple[Any, ...]]
+if TYPE_CHECKING:  # written for 2.1's variadic Select; 2.0's takes one tuple type
+    Statement = Select[*tuple[Any, ...]]
 Entry = Callable[[Any], object]
 
 # Rows fetched per round trip: a page's rows stream instead of being held all at once.
