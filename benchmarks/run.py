@@ -1,4 +1,4 @@
-"""Run one benchmark by name: ``python benchmarks/run.py render|serve|memory|index|load|fleet [--quick]``.
+"""Run one benchmark by name: ``python benchmarks/run.py NAME [--quick]`` (NAME: see `BENCHMARKS`).
 
 Or through tox: ``tox -e bench -- render --quick``. Every benchmark prints Markdown tables
 (they paste into benchmarks/README.md) and takes ``--help``. None of them runs in the test
@@ -11,7 +11,7 @@ import importlib
 import sys
 from pathlib import Path
 
-BENCHMARKS = ("render", "serve", "memory", "index", "load", "fleet")
+BENCHMARKS = ("render", "serve", "memory", "index", "load", "fleet", "keyset")
 
 
 def main(argv: list[str]) -> None:

@@ -1,7 +1,7 @@
 """What several test modules share: fixtures, providers, waiting, and the schema-skip report.
 
 - `make_client` runs every HTTP behaviour on both adapters; `serve` starts a real server
-  (`tests.servers`) in front of a real app.
+  (`tests.servers`) in front of a real app; `postgres_url` a throwaway PostgreSQL server.
 - `Catalogue` (a counting provider) and `build`; `http_scope` for hand-built ASGI requests.
 - `wait_until` / `await_until`: a flag or a counter under a deadline, never a bare sleep;
   `counter` reads one of ``sitemaps.stats``.
@@ -226,6 +226,16 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
 
     with RedisServer(tmp_path_factory.mktemp("redis")) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A throwaway PostgreSQL server for this test session (`tests.postgres_server`); its
+    SQLAlchemy URL without a driver. A server that cannot start fails the test, never skips it."""
+    from .postgres_server import postgres_server
+
+    with postgres_server() as url:
+        yield url
 
 
 # -- waiting for something to happen ------------------------------------------------------------

@@ -10,33 +10,29 @@ from __future__ import annotations
 
 import os
 import pwd
-import shutil
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
-
 USER = "sitemap"  # the database superuser the tests connect as (trust authentication)
 TIMEOUT = 60  # seconds for initdb, and for the server to start
 
 
-def bin_dir() -> Path | None:
-    """Where initdb and pg_ctl live, or ``None``."""
-    found = shutil.which("initdb")
-    if found and shutil.which("pg_ctl"):
-        return Path(found).parent
-    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]))
-    return versions[-1].parent if versions else None
+def bin_dir() -> Path:
+    """Where initdb and pg_ctl live: Debian's, else the pgserver wheel's (`tests.postgres_server`).
+
+    Neither: `PostgresUnavailable`, so the tests that need a server fail, never skip.
+    """
+    from .postgres_server import binaries
+
+    return binaries()
 
 
 @contextmanager
 def postgres_server(sockets: Path) -> Iterator[None]:
     """Run a fresh server listening only on ``sockets``/.s.PGSQL.5432 until the block ends."""
     binaries = bin_dir()
-    if binaries is None:
-        pytest.skip("PostgreSQL is not installed (initdb and pg_ctl not found)")
     home = sockets.parent
     data, log = home / "pgdata", home / "postgres.log"
     sockets.mkdir(parents=True, exist_ok=True)
