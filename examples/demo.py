@@ -1,57 +1,174 @@
-"""The demo shop: a Starlette app with 120,003 products and live sitemaps.
+"""The demo shop: 200,000 products on SQLite in English and German, a blog, and live sitemaps.
 
-    python examples/demo.py            # then open http://127.0.0.1:8000/sitemap-index.xml
+    python examples/demo.py [PORT]      # or: tox -e demo -- 8001
 
-Try /sitemap-products-3.xml, /sitemap-products-1.xml.gz and /robots.txt.
+On first start it builds its database (a few seconds, `demo_database`); then it serves the
+shop (`demo_site`) on http://127.0.0.1:8000/ and its sitemaps, in four sections:
+
+- ``pages``: a list, in English and German, the languages declared once (``languages=``).
+- ``categories``: rows of the category table, with ``languages=`` too.
+- ``products``: `ProductPages`, a paged source over sqlite3. Pages are ranges of product
+  ids, each read with ``WHERE id >= ? ORDER BY id LIMIT ?``, and one query plans them all,
+  so page 8 costs what page 1 costs and the index never iterates a row. A product is two
+  URLs (its English and German slugs differ: hreflang ``alternates`` per `Url`) with its
+  photos (``Image``).
+- ``blog``: the journal, a post every 8 hours; posts of the last two days carry ``News``.
+
+Each section over the database declares a ``version`` (``MAX(updated_at), COUNT(*)``): a
+change made by any process shows at the next request. /sitemaps/ is the HTML overview.
+``SITEMAP_DEMO_PRODUCTS`` and ``SITEMAP_DEMO_DB`` set another product count and database
+file (the tests use 2,000 products).
 """
 
 from __future__ import annotations
 
-import asyncio
+import os
 import sys
-from datetime import UTC, datetime, timedelta
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from functools import partial
+from pathlib import Path
 
-import uvicorn
+from demo_database import CATEGORIES, PRODUCTS, Database, default_path, prepare, utc
+from demo_site import LANGUAGES, OVERVIEW, PAGES, PUBLICATION, Shop, photo_path, post_path, product_path
 from starlette.applications import Starlette
-from starlette.responses import HTMLResponse, PlainTextResponse
-from starlette.routing import Route
 
-from sitemap_middleware import Sitemaps, Url
+from sitemap_middleware import Alternate, Image, News, SitemapASGIMiddleware, Sitemaps, Url
+from sitemap_middleware.sources import Key, PageStart
 
-PRODUCTS = 120_003
-EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
-PORT = int(sys.argv[1]) if __name__ == "__main__" and len(sys.argv) > 1 else 8000
-
-sitemaps = Sitemaps(base_url=f"http://127.0.0.1:{PORT}")
-
-
-@sitemaps.provider("pages")
-def pages() -> list[str]:
-    return ["/", "/about", "/contact"]
+# Where every page starts, its newest updated_at and its size: one query, no row in Python.
+PLAN = """
+SELECT MIN(id), MAX(updated_at), COUNT(*) FROM (
+    SELECT id, updated_at, (ROW_NUMBER() OVER (ORDER BY id) - 1) / ? AS page FROM product
+) GROUP BY page ORDER BY page
+"""
 
 
-@sitemaps.provider("products")
-def products():  # a generator: 50,000 URLs per file, streamed as they are produced
-    for n in range(PRODUCTS):
-        yield Url(f"/p/{n}?colour=blue&size=m", lastmod=EPOCH + timedelta(minutes=n), priority=0.8)
+class ProductPages:
+    """The products section as a paged source over sqlite3: pages are ranges of product ids.
+
+    A product is one URL per language, so a page of ``page_size`` URLs holds
+    ``page_size // 2`` products. All pages are planned by one query (`pages`); a page's rows
+    come from one keyset read (`entries`).
+    """
+
+    extensions = ("alternates", "images")  # what its entries carry (`add_provider` reads it)
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    def pages(self, page_size: int) -> list[PageStart]:
+        planned = self.database.all(PLAN, self._products(page_size))
+        urls = len(LANGUAGES)
+        return [PageStart(first, utc(newest), count * urls) for first, newest, count in planned]
+
+    def entries(self, first: Key, limit: int) -> Iterator[Url]:
+        rows = self.database.rows(
+            "SELECT id, slug_en, slug_de, photos, updated_at FROM product WHERE id >= ? ORDER BY id LIMIT ?",
+            first,
+            self._products(limit),
+        )
+        for product, slug_en, slug_de, photos, updated_at in rows:
+            en, de = product_path("en", product, slug_en), product_path("de", product, slug_de)
+            group = (Alternate("en", en), Alternate("de", de), Alternate("x-default", en))
+            images = [Image(photo_path(product, n)) for n in range(1, photos + 1)] or None
+            lastmod = utc(updated_at)
+            yield Url(en, lastmod=lastmod, alternates=group, images=images)
+            yield Url(de, lastmod=lastmod, alternates=group, images=images)
+
+    def version(self) -> object:
+        # Moved by any change: an edit (its updated_at), an insert or a delete (the count).
+        return self.database.one("SELECT MAX(updated_at), COUNT(*) FROM product")
+
+    @staticmethod
+    def _products(urls: int) -> int:
+        if urls < len(LANGUAGES):
+            raise ValueError(f"a page of {urls} URLs cannot hold a product in each of its languages")
+        return urls // len(LANGUAGES)
 
 
-@sitemaps.provider("journal")
-async def journal():  # async providers work too (e.g. an async database driver)
-    for n in range(1, 31):
-        await asyncio.sleep(0)
-        yield Url(f"/journal/caf\u00e9-{n}", lastmod=EPOCH.date() + timedelta(days=n), changefreq="weekly")
+def make_sitemaps(
+    database: Database, base_url: str, *, page_size: int = 50_000, clock: Callable[[], float] = time.time
+) -> Sitemaps:
+    """The shop's sitemaps: ``pages``, ``categories``, ``products`` and ``blog``."""
+    sitemaps = Sitemaps(base_url=base_url, page_size=page_size, overview_path=OVERVIEW, clock=clock)
+    sitemaps.add_provider("pages", lambda: PAGES, languages=LANGUAGES, x_default="en")
+
+    def categories() -> Iterator[Url]:
+        for slug, updated_at in database.rows("SELECT slug, updated_at FROM category ORDER BY id"):
+            yield Url(f"/c/{slug}", lastmod=utc(updated_at))
+
+    def posts() -> Iterator[Url]:
+        newest = database.one("SELECT MAX(updated_at) FROM post")[0]
+        yield Url("/blog", lastmod=None if newest is None else utc(newest))
+        for post, slug, title, published_at, updated_at in database.rows(
+            "SELECT id, slug, title, published_at, updated_at FROM post ORDER BY id"
+        ):
+            news = News(PUBLICATION, "en", utc(published_at), title)
+            yield Url(post_path(post, slug), lastmod=utc(updated_at), news=news)
+
+    def version(table: str) -> Callable[[], object]:
+        return partial(database.one, f"SELECT MAX(updated_at), COUNT(*) FROM {table}")
+
+    sitemaps.add_provider(
+        "categories", categories, languages=LANGUAGES, x_default="en", version=version("category")
+    )
+    products = ProductPages(database)
+    sitemaps.add_provider("products", products, version=products.version)
+    # Google News reads two days: older posts keep their URL and lose <news:news>.
+    sitemaps.add_provider(
+        "blog", posts, extensions=["news"], news_window=timedelta(days=2), version=version("post")
+    )
+    return sitemaps
 
 
-async def home(request):
-    return HTMLResponse('<h1>Demo shop</h1><a href="/sitemap-index.xml">sitemap index</a>')
+@dataclass
+class Demo:
+    database: Database
+    sitemaps: Sitemaps
+    shop: Starlette  # the site alone
+    app: SitemapASGIMiddleware  # the site behind its sitemaps: what is served
 
 
-async def robots(request):
-    return PlainTextResponse("User-agent: *\nDisallow: /cart\n")
+def make_demo(
+    database: Database,
+    base_url: str = "http://127.0.0.1:8000",
+    *,
+    page_size: int = 50_000,
+    clock: Callable[[], float] = time.time,
+) -> Demo:
+    sitemaps = make_sitemaps(database, base_url, page_size=page_size, clock=clock)
+    shop = Starlette(routes=Shop(database, base_url).routes())
+    return Demo(database, sitemaps, shop, sitemaps.asgi(shop))
 
 
-app = sitemaps.asgi(Starlette(routes=[Route("/", home), Route("/robots.txt", robots)]))
+def main(argv: list[str]) -> None:
+    import uvicorn
+
+    port = int(argv[1]) if len(argv) > 1 else 8000
+    products = int(os.environ.get("SITEMAP_DEMO_PRODUCTS") or PRODUCTS)
+    path = Path(os.environ.get("SITEMAP_DEMO_DB") or default_path())
+    database = prepare(path, products)
+    root = f"http://127.0.0.1:{port}"
+    demo = make_demo(database, root)
+    count, posts = (database.one(f"SELECT COUNT(*) FROM {table}")[0] for table in ("product", "post"))
+    python = os.path.relpath(sys.executable)
+    print(
+        f"\nDemo shop: {count:,} products in {len(CATEGORIES)} categories, {posts} journal posts"
+        f" (database: {path})\n\n"
+        f"  the shop          {root}/  (German: {root}/de/)\n"
+        f"  sitemap overview  {root}{OVERVIEW}\n"
+        f"  sitemap index     {root}/sitemap-index.xml\n"
+        f"  robots.txt        {root}/robots.txt\n\n"
+        "Check the whole tree from another terminal:\n"
+        f"  {sys.executable if python.startswith('..') else python} -m sitemap_middleware validate"
+        f" {root}/robots.txt\n",
+        flush=True,
+    )
+    uvicorn.run(demo.app, host="127.0.0.1", port=port)
+
 
 if __name__ == "__main__":
-    uvicorn.run(app, host="127.0.0.1", port=PORT)
+    main(sys.argv)

@@ -38,10 +38,11 @@ class _QuietHandler(WSGIRequestHandler):
 
 
 @contextmanager
-def uvicorn_serving(app: Any, root_path: str = "", http: str = "h11") -> Iterator[int]:
-    """Serve the ASGI ``app`` with uvicorn (``http``: its h11 or httptools protocol) in a thread."""
+def uvicorn_serving(app: Any, root_path: str = "", http: str = "h11", port: int = 0) -> Iterator[int]:
+    """Serve the ASGI ``app`` with uvicorn (``http``: its h11 or httptools protocol) in a thread,
+    on ``port`` (one the system picks by default)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
+    sock.bind(("127.0.0.1", port))
     config = uvicorn.Config(
         app,
         root_path=root_path,

@@ -4,7 +4,8 @@ Flask and Starlette examples are imported from ``examples/`` and driven in-proce
 framework's test client. The Django example configures Django's settings when imported,
 which can happen once per process (test_frameworks.py configures a project of its own), so
 it is imported and driven in a subprocess (`DJANGO_DRIVER`) that hands the raw responses
-back; they are validated here. The ``server`` tests run each example as a script.
+back; they are validated here. The ``server`` tests run each example as a script. The demo
+shop (``demo.py``, on its own database) has its tests in test_demo.py.
 """
 
 from __future__ import annotations
