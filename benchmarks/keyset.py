@@ -156,7 +156,9 @@ def django_setup(database: str) -> type:
         ALLOWED_HOSTS=["*"],
         USE_TZ=True,
         INSTALLED_APPS=["django.contrib.contenttypes", "django.contrib.sitemaps"],
-        DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": database, "CONN_MAX_AGE": None}},
+        DATABASES={
+            "default": {"ENGINE": "django.db.backends.sqlite3", "NAME": database, "CONN_MAX_AGE": None}
+        },
         TEMPLATES=[{"BACKEND": "django.template.backends.django.DjangoTemplates", "APP_DIRS": True}],
         ROOT_URLCONF=__name__,
     )
