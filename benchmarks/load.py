@@ -326,7 +326,7 @@ def report_stats(mix: Measured) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="load", description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="100 clients, 3 s per run (~20 s)")
+    parser.add_argument("--quick", action="store_true", help="100 clients, 3 s per run (~25 s)")
     parser.add_argument("--clients", type=int, help="concurrent clients (default 300)")
     parser.add_argument("--seconds", type=float, help="length of each run (default 25)")
     parser.add_argument("--cache-bytes", type=int, default=2 * 1024 * 1024, help="MemoryStore limit")
