@@ -7,7 +7,15 @@ Configured by environment, since a server imports them by name:
   byte limit for a `MemoryStore`.
 - ``BENCH_PAGE_SIZE``: URLs per page (default 50,000).
 - ``BENCH_PROVIDER``: ``generator`` (default) or ``sequence`` (a lazily sliced `Catalogue`).
-- ``BENCH_RENDER_THREADS``, ``BENCH_MAX_RENDERS``: those `Sitemaps` options (default 4 and 16).
+- ``BENCH_RENDER_THREADS``, ``BENCH_MAX_RENDERS``, ``BENCH_SEND_TIMEOUT``: those options of
+  ``sitemaps.asgi`` (default 4, 16 and 30 s).
+- ``BENCH_PROVIDER_TIMEOUT``: `Sitemaps` ``provider_timeout`` in seconds (default: the package's).
+- ``BENCH_STALL_PAGES``: add section ``stalls`` of that many pages of `STALL_PAGE_SIZE` URLs
+  (default 0: no such section), whose provider blocks for ``BENCH_STALL_SECONDS`` (default 4)
+  the first time each page is asked, then answers at once: a database that hangs once.
+- ``BENCH_LARGE_PAGES``: add section ``large`` of that many pages of 50,000 URLs, a counted
+  `Catalogue` (default 0: no such section). An identity page is ~9 MB: more than the kernel's
+  socket buffers hold, so a client that stops reading one blocks the server.
 
 The *bare* apps are the ceilings: they answer with bytes computed once at start-up, by
 our own middleware, with the very headers it sends, so the only difference left in a
@@ -17,13 +25,14 @@ comparison is the work the middleware does per request.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator, MutableMapping
 from typing import Any
 
 from common import BASE_URL, Catalogue, generate_urls
 
-from sitemap_middleware import Sitemaps
-from sitemap_middleware.caching.stores import MemoryStore
+from sitemap_middleware import MemoryStore, Sitemaps, Url
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -36,6 +45,9 @@ HELLO = b"hello"
 PAGE = "/sitemap-products-1.xml"
 INDEX = "/sitemap-index.xml"
 PRECOMPUTED_PATHS = (PAGE, INDEX, "/robots.txt")
+STALL_PAGE_SIZE = 1_000
+LARGE_PAGE_SIZE = 50_000
+STATS_PATH = "/bench/stats"
 
 
 def _setting(name: str, default: str) -> str:
@@ -53,24 +65,58 @@ def build_sitemaps() -> Sitemaps:
         cache = None
     else:
         cache = MemoryStore(max_bytes=int(cache_setting))
+    options: dict[str, Any] = {}
+    if "BENCH_PROVIDER_TIMEOUT" in os.environ:  # unset: the package's default
+        options["provider_timeout"] = float(os.environ["BENCH_PROVIDER_TIMEOUT"])
     sitemaps = Sitemaps(
         base_url=BASE_URL,
         cache=cache,
         page_size=int(_setting("BENCH_PAGE_SIZE", "50000")),
+        **options,
     )
     if _setting("BENCH_PROVIDER", "generator") == "sequence":
         catalogue = Catalogue(count)
         sitemaps.add_provider("products", lambda: catalogue)
     else:
         sitemaps.add_provider("products", lambda: generate_urls(count))
+    stall_pages = int(_setting("BENCH_STALL_PAGES", "0"))
+    if stall_pages:
+        total = stall_pages * STALL_PAGE_SIZE
+        stalls = StallsOnce(float(_setting("BENCH_STALL_SECONDS", "4")))
+        sitemaps.add_provider("stalls", stalls, page_size=STALL_PAGE_SIZE, count=lambda: total)
+    large_pages = int(_setting("BENCH_LARGE_PAGES", "0"))
+    if large_pages:
+        large = Catalogue(large_pages * LARGE_PAGE_SIZE)
+        sitemaps.add_provider("large", lambda: large, page_size=LARGE_PAGE_SIZE, count=large.__len__)
     return sitemaps
+
+
+class StallsOnce:
+    """A windowed provider that blocks before its first URL the first time each page is asked."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._asked: set[int] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, offset: int, limit: int | None) -> Iterator[Url]:
+        with self._lock:
+            first = offset not in self._asked
+            self._asked.add(offset)
+        if first:
+            time.sleep(self.seconds)  # sync, in a worker thread: the deadline abandons it
+        assert limit is not None  # a counted section is always asked for one window
+        return generate_urls(offset + limit, start=offset)
 
 
 # -- the wrapped apps ---------------------------------------------------------------------------
 
 
-def starlette_app() -> Any:
-    """A trivial Starlette app: a home page, robots.txt and a small JSON endpoint."""
+def starlette_app(stats: Callable[[], object] | None = None) -> Any:
+    """A trivial Starlette app: a home page, robots.txt and a small JSON endpoint.
+
+    With ``stats``, `STATS_PATH` answers its result as JSON (the load test reads our counters).
+    """
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -86,7 +132,14 @@ def starlette_app() -> Any:
         number = request.path_params["n"]
         return JSONResponse({"id": number, "name": f"item {number}", "price": number % 100})
 
-    return Starlette(routes=[Route("/", home), Route("/robots.txt", robots), Route("/items/{n:int}", item)])
+    async def counters(request: Request) -> Response:
+        assert stats is not None
+        return JSONResponse(stats())
+
+    routes = [Route("/", home), Route("/robots.txt", robots), Route("/items/{n:int}", item)]
+    if stats is not None:
+        routes.append(Route(STATS_PATH, counters))
+    return Starlette(routes=routes)
 
 
 def flask_app() -> Any:
@@ -116,10 +169,12 @@ def asgi_app() -> Any:
 
 
 def asgi_ours() -> Any:
-    return build_sitemaps().asgi(
-        starlette_app(),
+    sitemaps = build_sitemaps()
+    return sitemaps.asgi(
+        starlette_app(sitemaps.stats.snapshot),
         render_threads=int(_setting("BENCH_RENDER_THREADS", "4")),
         max_renders=int(_setting("BENCH_MAX_RENDERS", "16")),
+        send_timeout=float(_setting("BENCH_SEND_TIMEOUT", "30")),
     )
 
 

@@ -1,6 +1,7 @@
-"""load: hundreds of concurrent clients on a mix of sitemap and app requests (issue 5).
+"""load: hundreds of concurrent clients on a mix of sitemap and app requests (issues 5 and 9).
 
     python benchmarks/run.py load [--quick] [--clients N] [--seconds N] [--cache-bytes N]
+        [--hang-ups N] [--slow-readers N] [--stallers N] [--provider-timeout S] [--send-timeout S]
 
 One uvicorn worker on 127.0.0.1 serves the trivial Starlette app of ``apps.py`` wrapped
 in our middleware: section ``products`` of 500,000 URLs in 100 pages of 5,000, from a
@@ -11,66 +12,45 @@ four segments: app, ours, ours, app):
 
 1. the app alone (no middleware), app requests only: the reference;
 2. our middleware, app requests only: what routing costs the app;
-3. our middleware, the mix: app requests, cached pages, 304s, cold pages, index, robots.
+3. our middleware, the mix: app requests, cached pages, 304s, cold pages, index, robots;
+   beside it, the hostile clients of ``hostile.py`` (hang-ups before the first byte, slow
+   readers, a provider that stalls once a page) and the well-behaved clients that ask for
+   what they touched. The server runs with a short ``provider_timeout`` and
+   ``send_timeout`` (10 s and 5 s by default) so that stalls and aborts happen within the run.
 
-Every answer is checked (status, and for a sample of sitemap bodies: gzip and XML parse).
-Errors are counted, never retried; any server traceback counts too.
+Every answer of a well-behaved client is checked (status, and for a sample of sitemap
+bodies: gzip and XML parse). Errors are counted, never retried; any server traceback
+counts too, except the one a slow reader's abort logs. Hostile clients report what
+happened to them. The server's counters (``sitemaps.stats``) are read at the end.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import random
 import statistics
 import sys
 import time
-import zlib
-from collections import Counter, defaultdict
+from collections import Counter
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import httpx
+from apps import STATS_PATH
+from clients import GZIP, Connection, Request, Tally, one
 from common import HOST, Server, machine, mib, proc_status_kib, table, uvicorn_server
-from lxml import etree
+from hostile import LARGE_PAGES, STALL_PAGES, Hostile, aborts_in_log
 
 URLS = 500_000
 PAGE_SIZE = 5_000
 PAGES = URLS // PAGE_SIZE
 HOT = range(1, 6)  # pages kept cached: they are asked for all the time
-GZIP = {"Accept-Encoding": "gzip"}
-SAMPLE_EVERY = 25  # every 25th sitemap body of each kind is parsed as XML by the client
-SAMPLED = frozenset({"cached page", "cold page", "index"})
-REQUEST_TIMEOUT = 30.0  # a request unanswered this long is an error (and its connection dropped)
-
-Request = tuple[str, dict[str, str], int]  # path, headers, expected status
-
+RSS_EVERY = 2.0  # seconds between two samples of the server's RSS in run 3
+T = TypeVar("T")
 # kind -> weight in the mix
 MIX = {"app": 40, "cached page": 20, "304": 20, "cold page": 10, "index": 5, "robots.txt": 5}
-
-
-@dataclass
-class Tally:
-    """Latencies (seconds) and errors per kind of request."""
-
-    latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
-    errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-    causes: Counter[str] = field(default_factory=Counter)
-    notes: Counter[str] = field(default_factory=Counter)  # correct answers worth counting
-    sampled: int = 0
-
-    def error(self, kind: str, cause: str) -> None:
-        self.errors[kind] += 1
-        self.causes[f"{kind}: {cause}"] += 1
-
-    def merge(self, other: Tally) -> None:
-        for kind, values in other.latencies.items():
-            self.latencies[kind].extend(values)
-        for kind, count in other.errors.items():
-            self.errors[kind] += count
-        self.causes.update(other.causes)
-        self.notes.update(other.notes)
-        self.sampled += other.sampled
 
 
 def request_for(kind: str, rng: random.Random, etags: dict[int, str]) -> Request:
@@ -89,95 +69,6 @@ def request_for(kind: str, rng: random.Random, etags: dict[int, str]) -> Request
     return "/robots.txt", {}, 200
 
 
-def check_body(kind: str, body: bytes, tally: Tally) -> None:
-    """A sampled sitemap body must be a whole gzip stream holding well-formed XML."""
-    try:
-        etree.fromstring(zlib.decompress(body, 16 + zlib.MAX_WBITS))
-    except (zlib.error, etree.XMLSyntaxError) as exc:
-        tally.error(kind, f"invalid body ({type(exc).__name__})")
-    tally.sampled += 1
-
-
-class Connection:
-    """A minimal HTTP/1.1 keep-alive client: the load generator must cost far less than the server.
-
-    httpx spends more CPU per request than the server does on a small answer, and with
-    the client and the server sharing two cores that would measure the client.
-    """
-
-    def __init__(self, host: str, port: int) -> None:
-        self.host, self.port = host, port
-        self.reader: asyncio.StreamReader | None = None
-        self.writer: asyncio.StreamWriter | None = None
-
-    async def get(self, path: str, headers: dict[str, str]) -> tuple[int, bytes]:
-        if self.writer is None:
-            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
-        assert self.reader is not None
-        lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
-        self.writer.write(f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\n{lines}\r\n".encode("latin-1"))
-        head = await self.reader.readuntil(b"\r\n\r\n")
-        status_line, *header_lines = head.decode("latin-1").split("\r\n")
-        status = int(status_line.split(" ", 2)[1])
-        fields = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in header_lines if h)}
-        if status in (204, 304):
-            body = b""
-        elif "content-length" in fields:
-            body = await self.reader.readexactly(int(fields["content-length"]))
-        elif fields.get("transfer-encoding", "").lower() == "chunked":
-            body = await self._chunked()
-        else:
-            raise ValueError(f"{path}: neither Content-Length nor chunked")
-        if fields.get("connection", "").lower() == "close":
-            await self.close()
-        return status, body
-
-    async def _chunked(self) -> bytes:
-        assert self.reader is not None
-        parts = []
-        while size := int((await self.reader.readuntil(b"\r\n")).split(b";")[0], 16):
-            parts.append((await self.reader.readexactly(size + 2))[:-2])
-        await self.reader.readuntil(b"\r\n")  # the empty trailer
-        return b"".join(parts)
-
-    async def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-            with contextlib.suppress(OSError):
-                await self.writer.wait_closed()
-        self.reader = self.writer = None
-
-
-async def one(
-    connection: Connection, kind: str, request: tuple[str, dict[str, str], int], tally: Tally
-) -> None:
-    path, headers, expect = request
-    start = time.perf_counter()
-    try:
-        status, body = await asyncio.wait_for(connection.get(path, headers), REQUEST_TIMEOUT)
-    except TimeoutError:
-        tally.error(kind, f"no answer within {REQUEST_TIMEOUT:.0f} s")
-        await connection.close()
-        return
-    except (OSError, ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
-        tally.error(kind, type(exc).__name__)
-        await connection.close()
-        return
-    tally.latencies[kind].append(time.perf_counter() - start)
-    if kind == "304" and status == 200:
-        # RFC 9110 §13.1.2: a full 200 is a correct answer to If-None-Match too; it is what
-        # a page evicted from the (small, on purpose) cache gets, rendered cold, without
-        # validators. It is counted, and its body checked, but it is not an error.
-        tally.notes["304 answered by a whole 200 (page evicted from the cache)"] += 1
-        check_body(kind, body, tally)
-    elif status != expect:
-        tally.error(kind, f"status {status}, expected {expect}")
-    elif expect == 200 and not body:
-        tally.error(kind, "empty body")
-    elif kind in SAMPLED and len(tally.latencies[kind]) % SAMPLE_EVERY == 0:
-        check_body(kind, body, tally)
-
-
 async def client_loop(
     port: int, mix: dict[str, int], etags: dict[int, str], deadline: float, seed: int, tally: Tally
 ) -> None:
@@ -193,14 +84,27 @@ async def client_loop(
 
 
 async def drive(
-    port: int, mix: dict[str, int], clients: int, seconds: float, etags: dict[int, str]
-) -> tuple[Tally, float]:
-    """Run the clients until the deadline (plus the last answers); returns the tally and the time taken."""
+    port: int,
+    mix: dict[str, int],
+    clients: int,
+    seconds: float,
+    etags: dict[int, str],
+    hostile: Hostile | None = None,
+) -> tuple[Tally, float, float]:
+    """Run the clients until the deadline (plus the last answers), and ``hostile`` beside them.
+
+    Returns the tally, the time the mix took and the time until the hostile clients were done.
+    """
     tally = Tally()
     start = time.perf_counter()
     deadline = start + seconds
+    others = [
+        asyncio.ensure_future(c) for c in (hostile.clients(port, start, deadline, tally) if hostile else [])
+    ]
     await asyncio.gather(*(client_loop(port, mix, etags, deadline, seed, tally) for seed in range(clients)))
-    return tally, time.perf_counter() - start
+    mixed = time.perf_counter() - start
+    await asyncio.gather(*others)
+    return tally, mixed, time.perf_counter() - start
 
 
 def warm(base: str) -> dict[int, str]:
@@ -223,15 +127,23 @@ class Measured:
     tally: Tally
     seconds: float
     peak_kib: int
-    tracebacks: int
+    tracebacks: int  # unexpected ones: every traceback but a slow reader's abort
     warm_kib: int = 0  # RSS once warmed up, before the load (run 3)
+    warm_threads: int = 0
+    end_kib: int = 0  # RSS once every client is done (run 3)
+    threads: int = 0  # the server's threads once every client is done (run 3)
+    aborts: int = 0  # slow readers aborted, as the server log says (run 3)
+    stats: dict[str, dict[str, int]] = field(default_factory=dict)  # our counters (run 3)
+    hostile_seconds: float = 0.0  # until the hostile clients were done (run 3)
+    rss_kib: list[int] = field(default_factory=list)  # every RSS_EVERY seconds (run 3)
 
     @property
     def requests(self) -> int:
-        return sum(map(len, self.tally.latencies.values()))
+        return sum(len(self.tally.latencies.get(kind, ())) for kind in MIX)
 
     @property
     def errors(self) -> int:
+        """Errors of every well-behaved client, beside the mix too, and unexpected tracebacks."""
         return sum(self.tally.errors.values()) + self.tracebacks
 
 
@@ -239,7 +151,7 @@ def segment(
     server: Server, mix: dict[str, int], clients: int, seconds: float, etags: dict[int, str]
 ) -> Measured:
     """One stretch of load on ``server``; the caller names it and reads the server's RSS."""
-    tally, elapsed = asyncio.run(drive(server.port, mix, clients, seconds, etags))
+    tally, elapsed, _ = asyncio.run(drive(server.port, mix, clients, seconds, etags))
     return Measured("", tally, elapsed, 0, 0)
 
 
@@ -268,18 +180,43 @@ def app_requests_only(clients: int, seconds: float, ours_env: dict[str, str]) ->
     return results
 
 
-def the_mix(clients: int, seconds: float, ours_env: dict[str, str]) -> Measured:
+def the_mix(clients: int, seconds: float, ours_env: dict[str, str], hostile: Hostile) -> Measured:
     server = uvicorn_server("load-mix", "asgi_ours", **ours_env)
     with server:
         etags = warm(server.base)
         warm_kib = proc_status_kib("VmRSS", server.pid)
-        print(f"  run 3: {clients} clients for {seconds:.0f} s", file=sys.stderr)
-        result = segment(server, MIX, clients, seconds, etags)
-        result.peak_kib = proc_status_kib("VmHWM", server.pid)
-        result.warm_kib = warm_kib
-    result.label = "3. ours, the mix"
-    result.tracebacks = server.tracebacks()
+        warm_threads = proc_status_kib("Threads", server.pid)  # a count, read the same way
+        print(f"  run 3: {clients} clients for {seconds:.0f} s, and the hostile ones", file=sys.stderr)
+        samples: list[int] = []
+        tally, elapsed, hostile_seconds = asyncio.run(
+            sampling_rss(server.pid, samples, drive(server.port, MIX, clients, seconds, etags, hostile))
+        )
+        result = Measured("3. ours, the mix", tally, elapsed, proc_status_kib("VmHWM", server.pid), 0)
+        result.rss_kib = samples
+        result.warm_kib, result.warm_threads, result.hostile_seconds = warm_kib, warm_threads, hostile_seconds
+        result.end_kib = proc_status_kib("VmRSS", server.pid)
+        result.threads = proc_status_kib("Threads", server.pid)
+        result.stats = httpx.get(server.base + STATS_PATH, timeout=30.0).json()
+    assert server.log is not None
+    result.aborts, result.tracebacks = aborts_in_log(
+        server.log.read_text(errors="replace"), hostile.send_timeout
+    )
     return result
+
+
+async def sampling_rss(pid: int, samples: list[int], work: Awaitable[T]) -> T:
+    """Await ``work`` while appending the RSS of ``pid`` to ``samples`` every `RSS_EVERY` seconds."""
+
+    async def sample() -> None:
+        while True:
+            samples.append(proc_status_kib("VmRSS", pid))
+            await asyncio.sleep(RSS_EVERY)
+
+    sampler = asyncio.create_task(sample())
+    try:
+        return await work
+    finally:
+        sampler.cancel()
 
 
 def ms(values: list[float], quantile: float) -> str:
@@ -290,7 +227,7 @@ def ms(values: list[float], quantile: float) -> str:
     return f"{statistics.quantiles(values, n=100, method='inclusive')[round(quantile * 100) - 1] * 1000:,.1f}"
 
 
-def report(results: list[Measured], cache_bytes: int, max_renders: int) -> str:
+def report(results: list[Measured]) -> str:
     headers = ["run", "kind", "requests", "req/s", "errors", "p50 ms", "p99 ms", "server peak RSS"]
     body = []
     for result in results:
@@ -300,7 +237,7 @@ def report(results: list[Measured], cache_bytes: int, max_renders: int) -> str:
                 "all",
                 f"{result.requests:,}",
                 f"{result.requests / result.seconds:,.0f}",
-                result.errors,
+                sum(result.tally.errors.get(kind, 0) for kind in MIX) + result.tracebacks,
                 "",
                 "",
                 mib(result.peak_kib),
@@ -321,21 +258,86 @@ def report(results: list[Measured], cache_bytes: int, max_renders: int) -> str:
                         "",
                     ]
                 )
-    mix = results[-1]
-    return table(headers, body) + (
-        f"\n\nmemory, run 3: RSS {mib(mix.warm_kib)} once warmed up, peak {mib(mix.peak_kib)} under load: "
+    return table(headers, body)
+
+
+# Beside the mix in run 3: hostile clients (what happened to them) and well-behaved ones (errors).
+BESIDE = {
+    "hang-up": "hostile",
+    "after a hang-up": "well-behaved",
+    "slow reader": "hostile",
+    "beside a slow reader": "well-behaved",
+    "stalled section": "well-behaved, hostile provider",
+}
+WELL = {*MIX, *(kind for kind, behaves in BESIDE.items() if behaves != "hostile")}
+STATS_SHOWN = ("renders", "served", "cache_hits", "replayed", "flight_waits", "busy", "provider_errors")
+
+
+def report_beside(mix: Measured) -> str:
+    headers = ["client", "behaves", "requests", "p50 ms", "p99 ms", "errors", "what happened"]
+    body = []
+    tally = mix.tally
+    for kind, behaves in BESIDE.items():
+        latencies = tally.latencies.get(kind, [])
+        if behaves == "hostile":  # what happened to it, never errors
+            outcomes = tally.outcomes.get(kind, Counter())
+            count = sum(outcomes.values())
+            happened = [f"{n:,} {outcome}" for outcome, n in outcomes.most_common()]
+            errors = "n/a"
+        else:
+            count = len(latencies)
+            happened = [f"{n:,} {note}" for note, n in tally.notes.items() if note.startswith(kind)]
+            errors = str(tally.errors.get(kind, 0))
+        if kind == "slow reader":
+            happened.append(f"server log: {mix.aborts:,} aborted after send_timeout")
+        body.append(
+            [
+                kind,
+                behaves,
+                f"{count:,}",
+                ms(latencies, 0.5),
+                ms(latencies, 0.99),
+                errors,
+                "; ".join(happened),
+            ]
+        )
+    return table(headers, body)
+
+
+def report_memory(mix: Measured, cache_bytes: int, max_renders: int) -> str:
+    return (
+        f"memory, run 3: RSS {mib(mix.warm_kib)} once warmed up, peak {mib(mix.peak_kib)} under load: "
         f"+{mib(mix.peak_kib - mix.warm_kib)} for a cache limit of {mib(cache_bytes / 1024)} "
-        f"and max_renders={max_renders} (each render in progress holds about 1 MB)"
+        f"and max_renders={max_renders} (each render in progress holds about 1 MB); "
+        f"{mib(mix.end_kib)} and {mix.threads} threads ({mix.warm_threads} warmed up) once every "
+        f"client was done ({mix.hostile_seconds - mix.seconds:.1f} s after the mix)\n"
+        f"RSS during run 3, every {RSS_EVERY:g} s (MiB): "
+        + ", ".join(f"{kib / 1024:.0f}" for kib in mix.rss_kib)
     )
+
+
+def report_stats(mix: Measured) -> str:
+    lines = []
+    for section, counters in mix.stats.items():
+        shown = ", ".join(f"{name} {counters[name]:,}" for name in STATS_SHOWN if name in counters)
+        lines.append(f"stats, run 3, {section or 'index and robots.txt'}: {shown}")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="load", description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="100 clients, 3 s per run (~20 s)")
+    parser.add_argument("--quick", action="store_true", help="100 clients, 3 s per run (~25 s)")
     parser.add_argument("--clients", type=int, help="concurrent clients (default 300)")
     parser.add_argument("--seconds", type=float, help="length of each run (default 25)")
     parser.add_argument("--cache-bytes", type=int, default=2 * 1024 * 1024, help="MemoryStore limit")
-    parser.add_argument("--max-renders", type=int, default=16, help="Sitemaps max_renders (default 16)")
+    parser.add_argument("--max-renders", type=int, default=16, help="asgi max_renders (default 16)")
+    parser.add_argument("--hang-ups", type=int, default=8, help="clients hanging up (default 8)")
+    parser.add_argument("--slow-readers", type=int, default=4, help="clients that stop reading (default 4)")
+    parser.add_argument("--stallers", type=int, default=4, help="clients of section stalls (default 4)")
+    parser.add_argument("--send-timeout", type=float, default=5.0, help="asgi send_timeout (default 5)")
+    parser.add_argument(
+        "--provider-timeout", type=float, default=10.0, help="Sitemaps provider_timeout (default 10)"
+    )
     args = parser.parse_args(argv)
     clients = args.clients or (100 if args.quick else 300)
     seconds = args.seconds or (3.0 if args.quick else 25.0)
@@ -345,14 +347,39 @@ def main(argv: list[str] | None = None) -> None:
         "BENCH_PROVIDER": "sequence",
         "BENCH_CACHE": str(args.cache_bytes),
         "BENCH_MAX_RENDERS": str(args.max_renders),
+        "BENCH_SEND_TIMEOUT": str(args.send_timeout),
+        "BENCH_PROVIDER_TIMEOUT": str(args.provider_timeout),
+        "BENCH_STALL_PAGES": str(STALL_PAGES),
+        "BENCH_STALL_SECONDS": str(args.provider_timeout + 2.0),
+        "BENCH_LARGE_PAGES": str(LARGE_PAGES),
     }
+    hostile = Hostile(
+        hang_ups=args.hang_ups,
+        slow_readers=args.slow_readers,
+        stallers=args.stallers,
+        send_timeout=args.send_timeout,
+        stall_seconds=args.provider_timeout + 2.0,  # past the deadline for threads (+0.5 s)
+        cold_pages=range(HOT.stop, PAGES + 1),
+    )
     print(f"load: {clients} clients, one keep-alive connection each; uvicorn, 1 worker; {machine()}")
     print(
         f"mix: {', '.join(f'{k} {w}%' for k, w in MIX.items())}; pages of {PAGE_SIZE:,} URLs, {PAGES} pages"
     )
-    results = [*app_requests_only(clients, seconds, ours), the_mix(clients, seconds, ours)]
+    print(
+        f"beside it in run 3: {args.hang_ups} hang-ups, {args.slow_readers} slow readers, "
+        f"{args.stallers} clients of a provider stalling once a page; provider_timeout "
+        f"{args.provider_timeout:g} s, send_timeout {args.send_timeout:g} s, "
+        f"stall {hostile.stall_seconds:g} s"
+    )
+    results = [*app_requests_only(clients, seconds, ours), the_mix(clients, seconds, ours, hostile)]
+    mix = results[-1]
     print()
-    print(report(results, args.cache_bytes, args.max_renders))
+    print(report(results))
+    print()
+    print(report_beside(mix))
+    print()
+    print(report_memory(mix, args.cache_bytes, args.max_renders))
+    print(report_stats(mix))
     for result in results:
         for cause, count in result.tally.causes.most_common():
             print(f"errors in {result.label}: {count} x {cause}")
@@ -360,7 +387,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"not errors, in {result.label}: {count} x {note}")
         if result.tracebacks:
             print(f"errors in {result.label}: {result.tracebacks} tracebacks in the server log")
-    total = sum(r.requests for r in results)
+    total = sum(len(values) for r in results for kind, values in r.tally.latencies.items() if kind in WELL)
     errors = sum(r.errors for r in results)
     sampled = sum(r.tally.sampled for r in results)
     print(f"total: {total:,} requests, {errors} errors, {sampled} sitemap bodies parsed as XML")

@@ -178,6 +178,8 @@ class SitemapASGIMiddleware:
                         chunk = await in_thread(partial(next, chunks, _DONE), threads, self._timeout)
                     except TimeoutError:
                         raise ProviderError.stalled(self._timeout) from None
+                    except Busy:
+                        raise Busy(f"no render thread came free in {self._timeout} s: page aborted") from None
                     if chunk is _DONE:
                         break
                     with anyio.move_on_after(self._send_timeout) as sending:

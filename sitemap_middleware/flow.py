@@ -177,6 +177,8 @@ def overview(service: Service, request: Request) -> Flow[Reply]:
         return page
     except TimeoutError:
         return service.timed_out(OVERVIEW, request)
+    except Busy:
+        return service.busy(OVERVIEW, request)
 
 
 def robots(service: Service, request: Request) -> Flow[Reply]:

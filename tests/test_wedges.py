@@ -248,6 +248,9 @@ def test_a_hung_sync_provider_never_holds_more_threads_than_render_threads():
         release.set()
     assert statuses == [503] * 8
     assert most[0] <= 2
+    # Two timed out in the provider; the rest found no thread free: a queue, not the provider.
+    counters = sitemaps.stats.snapshot()["products"]
+    assert (counters["provider_errors"], counters["busy"]) == (2, 6)
 
 
 @pytest.mark.server

@@ -27,7 +27,7 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
-from ..flow import Wait
+from ..flow import Busy, Wait
 from .deadlines import Heartbeat, thread_deadline, within
 
 __all__ = ["Capacity", "Slot", "in_thread", "on_loop", "raise_unwrapped", "wait_for"]
@@ -96,7 +96,9 @@ async def in_thread(func: Callable[[], T], limiter: anyio.CapacityLimiter, timeo
         with anyio.fail_after(timeout):
             await lease.take()
     except TimeoutError:
-        raise TimeoutError("no render thread came free") from None
+        # Every thread busy (or stuck in a hung provider) for the whole deadline: a queue,
+        # not a provider's fault, and answered (or a page aborted) as such.
+        raise Busy("no render thread came free") from None
     try:
         deadline = thread_deadline(timeout)
         if deadline is None:
