@@ -8,6 +8,13 @@ a provider yielding `Url` for us, `Sitemap` subclasses for Django and asgi-sitem
 ``(endpoint, values, lastmod, ...)`` generator for flask-sitemap. Rounds are interleaved
 (the order rotates each round) so drift in the machine's speed hits every renderer alike;
 the figure is the median round. Every output is checked to hold every URL before timing.
+
+Our rows are the paths users run (issue 15): requests straight into the WSGI and the ASGI
+middleware, in-process (ASGI on an asyncio loop of our own, rendering in its worker
+threads), with ``cache=None`` and with the default cache emptied before each request (a
+cold page, which also builds the stored gzip copy); identity rows against the minimal
+renderer, gzip rows against the minimal renderer plus zlib level 6. A last table times a
+warm page from the cache per request; its ratio to a bare app is `serve`'s to measure.
 A third table measures pages with hreflang groups and images (extensions.py).
 """
 
@@ -29,7 +36,6 @@ import extensions
 from common import BASE_URL, Row, close_wsgi, fmt_int, machine, make_rows, median, ratio, table
 
 from sitemap_middleware import Sitemaps, Url
-from sitemap_middleware.caching.stores import MemoryStore
 from sitemap_middleware.engine import Engine
 from sitemap_middleware.protocol.render import MAX_URLS
 from sitemap_middleware.providers import LoopRunner, Provider, Section
@@ -75,9 +81,14 @@ def minimal_gzip(rows: list[Row]) -> Render:
 # -- ours ---------------------------------------------------------------------------------------
 
 
-def _sitemaps(rows: list[Row], cache: MemoryStore | None = None) -> Sitemaps:
-    """Our configuration with a provider yielding `Url` records, as the README shows."""
-    sitemaps = Sitemaps(base_url=BASE_URL, cache=cache)
+DEFAULT = object()  # Sitemaps' own default for an argument
+
+
+def _sitemaps(rows: list[Row], cache: object = None) -> Sitemaps:
+    """Our configuration with a provider yielding `Url` records, as the README shows; only
+    ``cache`` differs (``DEFAULT``: as `Sitemaps` has it, the in-process cache)."""
+    options: dict[str, Any] = {} if cache is DEFAULT else {"cache": cache}
+    sitemaps = Sitemaps(base_url=BASE_URL, **options)
 
     def products() -> Iterable[Url]:
         return (Url(p, lastmod=m, changefreq=c, priority=r) for p, m, c, r in rows)
@@ -133,16 +144,118 @@ def ours_wsgi(rows: list[Row], *, gzip: bool) -> Render:
     return lambda: _wsgi_get(app, headers)
 
 
-def ours_wsgi_cold_cached(rows: list[Row]) -> Render:
-    """Cache on, emptied before each request: a cold render that also builds the stored gzip copy."""
-    sitemaps = _sitemaps(rows, cache=MemoryStore())
+def ours_wsgi_cold_cached(rows: list[Row], *, gzip: bool = False) -> Render:
+    """Default configuration (cache on), emptied before each request: a cold render that also
+    builds the stored gzip copy."""
+    sitemaps = _sitemaps(rows, cache=DEFAULT)
     app = sitemaps.wsgi(_not_found)
+    headers = {"HTTP_ACCEPT_ENCODING": "gzip"} if gzip else {}
 
     def render() -> bytes:
         sitemaps.invalidate()
-        return _wsgi_get(app, {})
+        return _wsgi_get(app, headers)
 
     return render
+
+
+# -- ours under ASGI, in-process ----------------------------------------------------------------
+
+
+async def _asgi_not_found(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    await send({"type": "http.response.start", "status": 404, "headers": []})
+    await send({"type": "http.response.body", "body": b"not found"})
+
+
+class _AsgiClient:
+    """Requests straight into an ASGI app on one event loop of our own, as a server would make
+    them: ``receive`` gives the (empty) request body, then waits for a disconnect that never comes."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.loop = asyncio.new_event_loop()
+
+    def get(self, path: str, headers: list[tuple[bytes, bytes]]) -> bytes:
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "GET",
+            "scheme": "https",
+            "path": path,
+            "raw_path": path.encode(),
+            "root_path": "",
+            "query_string": b"",
+            "headers": [(b"host", b"shop.example"), *headers],
+            "client": ("127.0.0.1", 50000),
+            "server": ("127.0.0.1", 8000),
+        }
+        status: list[int] = []
+        body: list[bytes] = []
+        requested = False
+        never = asyncio.Event()
+
+        async def receive() -> dict[str, Any]:
+            nonlocal requested
+            if not requested:
+                requested = True
+                return {"type": "http.request", "body": b"", "more_body": False}
+            await never.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                status.append(message["status"])
+            else:
+                body.append(message.get("body", b""))
+
+        self.loop.run_until_complete(self.app(scope, receive, send))
+        if status != [200]:
+            raise RuntimeError(f"{path} answered {status}")
+        return b"".join(body)
+
+
+def ours_asgi(rows: list[Row], *, gzip: bool, cache: object = None) -> Render:
+    """The real ASGI middleware in-process: worker threads for the provider and rendering,
+    chunks handed back to the event loop. ``cache=DEFAULT``: the default cache, emptied
+    before each request (a cold page)."""
+    sitemaps = _sitemaps(rows, cache=cache)
+    client = _AsgiClient(sitemaps.asgi(_asgi_not_found))
+    headers = [(b"accept-encoding", b"gzip")] if gzip else []
+
+    def render() -> bytes:
+        if cache is not None:
+            sitemaps.invalidate()
+        return client.get(PAGE, headers)
+
+    return render
+
+
+# -- cached pages, in-process -------------------------------------------------------------------
+
+
+def cached_cases(rows: list[Row]) -> dict[str, Render]:
+    """A warm page from the default cache, per request, beside a bare app answering the very
+    bytes. In-process a bare app costs nothing (no socket): the ratio is `serve`'s job; this
+    says what our part costs."""
+    sitemaps = _sitemaps(rows, cache=DEFAULT)
+    wsgi = sitemaps.wsgi(_not_found)
+    asgi = _AsgiClient(sitemaps.asgi(_asgi_not_found))
+    identity = _wsgi_get(wsgi, {})
+    gzipped = _wsgi_get(wsgi, {"HTTP_ACCEPT_ENCODING": "gzip"})
+
+    def bare(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        start_response("200 OK", [("Content-Type", "application/xml")])
+        return [identity]
+
+    gz = [(b"accept-encoding", b"gzip")]
+    return {
+        "cached identity, bare WSGI app (same bytes)": lambda: _wsgi_get(bare, {}),
+        "cached identity, ours WSGI": lambda: _wsgi_get(wsgi, {}),
+        "cached identity, ours ASGI": lambda: asgi.get(PAGE, []),
+        "cached gzip, ours WSGI": lambda: _wsgi_get(wsgi, {"HTTP_ACCEPT_ENCODING": "gzip"}),
+        "cached gzip, ours ASGI": lambda: asgi.get(PAGE, gz),
+        "(gzip body alone)": lambda: gzipped,
+    }
 
 
 # -- the peers ----------------------------------------------------------------------------------
@@ -332,7 +445,9 @@ def report(
     body = []
     for name in cases:
         seconds = median(times[name])
-        line: list[object] = [name, fmt_int(urls / seconds), f"{seconds * 1000:,.0f}", f"{sizes[name]:,}"]
+        ms = seconds * 1000
+        line: list[object] = [name, fmt_int(urls / seconds), f"{ms:,.0f}" if ms >= 10 else f"{ms:.3f}"]
+        line.append(f"{sizes[name]:,}")
         for ref in refs.values():
             line.append(ratio(median(times[ref]), seconds))
         body.append(line)
@@ -381,8 +496,18 @@ def check(cases: dict[str, Render], urls: int) -> dict[str, int]:
     return sizes
 
 
-def profile(rows: list[Row], top: int = 15) -> str:
-    render = ours_engine(rows)
+PROFILED: dict[str, Callable[[list[Row]], Render]] = {
+    "engine": ours_engine,
+    "wsgi": lambda rows: ours_wsgi(rows, gzip=False),
+    "wsgi-gzip": lambda rows: ours_wsgi(rows, gzip=True),
+    "wsgi-cold": ours_wsgi_cold_cached,
+}
+
+
+def profile(rows: list[Row], path: str, top: int = 15) -> str:
+    """cProfile of one of our paths (`PROFILED`). cProfile sees only the calling thread,
+    so ASGI's worker threads could not be in it: profile the WSGI twin."""
+    render = PROFILED[path](rows)
     render()
     profiler = cProfile.Profile()
     profiler.enable()
@@ -397,6 +522,28 @@ def profile(rows: list[Row], top: int = 15) -> str:
 MINIMAL = "minimal f-string, no validation (ceiling)"
 DJANGO = "django.contrib.sitemaps"
 MINIMAL_GZ = "minimal f-string + zlib level 6 (ceiling)"
+BARE = "cached identity, bare WSGI app (same bytes)"
+# Issue 15: the paths users run, each against the hand-rolled renderer of its table.
+TARGETS = {
+    "ours: Sitemaps.wsgi, cache=None": None,
+    "ours: Sitemaps.wsgi, default cache, cold": 0.80,
+    "ours: Sitemaps.asgi, cache=None": None,
+    "ours: Sitemaps.asgi, default cache, cold": 0.75,
+    "ours: Sitemaps.wsgi gzip, cache=None": None,
+    "ours: Sitemaps.wsgi gzip, default cache, cold": None,
+    "ours: Sitemaps.asgi gzip, cache=None": None,
+    "ours: Sitemaps.asgi gzip, default cache, cold": 0.70,
+}
+
+
+def targets(times: dict[str, list[float]]) -> str:
+    body = []
+    for name, target in TARGETS.items():
+        reference = MINIMAL_GZ if " gzip" in name else MINIMAL
+        value = median(times[reference]) / median(times[name])
+        verdict = "" if target is None else f">= {target:.2f}x: {'met' if value >= target else 'not met'}"
+        body.append([name.removeprefix("ours: "), reference.split(" (")[0], f"{value:.2f}x", verdict])
+    return table(["path", "against", "ratio", "target (issue 15)"], body)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -404,7 +551,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="3 rounds of 10,000 URLs (~10 s)")
     parser.add_argument("--rounds", type=int, help="interleaved rounds (default 9)")
     parser.add_argument("--urls", type=int, help="URLs in the page (default 50,000)")
-    parser.add_argument("--profile", action="store_true", help="print a cProfile top-15 of our path")
+    parser.add_argument(
+        "--profile",
+        nargs="?",
+        const="engine",
+        choices=sorted(PROFILED),
+        help="print a cProfile top-15 of our path (default: engine)",
+    )
+    parser.add_argument("--no-peers", action="store_true", help="leave out the peers' rows")
     args = parser.parse_args(argv)
     urls = args.urls or (10_000 if args.quick else 50_000)
     rounds = args.rounds or (3 if args.quick else 9)
@@ -413,29 +567,41 @@ def main(argv: list[str] | None = None) -> None:
     plain: dict[str, Render] = {
         MINIMAL: minimal(rows),
         "ours: Engine.page (validate, escape, IRI->URI, W3C dates)": ours_engine(rows),
-        "ours: Sitemaps.wsgi in-process, cache=None": ours_wsgi(rows, gzip=False),
-        "asgi-sitemaps (no escaping: invalid XML)": asgi_sitemaps(rows),
-        "flask-sitemap": flask_sitemap(rows),
-        DJANGO: django_sitemaps(rows),
+        "ours: Sitemaps.wsgi, cache=None": ours_wsgi(rows, gzip=False),
+        "ours: Sitemaps.wsgi, default cache, cold": ours_wsgi_cold_cached(rows),
+        "ours: Sitemaps.asgi, cache=None": ours_asgi(rows, gzip=False),
+        "ours: Sitemaps.asgi, default cache, cold": ours_asgi(rows, gzip=False, cache=DEFAULT),
     }
+    if not args.no_peers:
+        plain["asgi-sitemaps (no escaping: invalid XML)"] = asgi_sitemaps(rows)
+        plain["flask-sitemap"] = flask_sitemap(rows)
+        plain[DJANGO] = django_sitemaps(rows)
     gzipped: dict[str, Render] = {
         MINIMAL_GZ: minimal_gzip(rows),
         "ours: Sitemaps.wsgi gzip, cache=None": ours_wsgi(rows, gzip=True),
-        "ours: Sitemaps.wsgi identity, cache on, cold (stores gzip)": ours_wsgi_cold_cached(rows),
+        "ours: Sitemaps.wsgi gzip, default cache, cold": ours_wsgi_cold_cached(rows, gzip=True),
+        "ours: Sitemaps.asgi gzip, cache=None": ours_asgi(rows, gzip=True),
+        "ours: Sitemaps.asgi gzip, default cache, cold": ours_asgi(rows, gzip=True, cache=DEFAULT),
     }
     gzipped.update(compressor_only(minimal(rows)()))
+    cached = cached_cases(rows)
     print(f"render: one page of {urls:,} URLs, {rounds} interleaved rounds, median; {machine()}")
-    sizes = check(plain | gzipped, urls)
-    times = interleaved(plain | gzipped, rounds)
+    sizes = check(plain | gzipped | cached, urls)
+    times = interleaved(plain | gzipped | cached, rounds)
+    refs = {"minimal": MINIMAL} if args.no_peers else {"minimal": MINIMAL, "django": DJANGO}
     print("\nidentity\n")
-    print(report(plain, times, urls, {"minimal": MINIMAL, "django": DJANGO}, sizes))
+    print(report(plain, times, urls, refs, sizes))
     print("\ngzip\n")
     print(report(gzipped, times, urls, {"minimal+zlib": MINIMAL_GZ}, sizes))
+    print("\ncached page, per request, in-process (no socket: see `serve` for the ratio to a bare app)\n")
+    print(report(cached, times, urls, {"minimal": MINIMAL}, sizes))
+    print("\nissue 15: the paths users run\n")
+    print(targets(times))
     print("\nextensions: hreflang groups (3 languages) and images\n")
     print(extensions_table(rows, rounds))
     if args.profile:
-        print(f"\ncProfile of ours: Engine.page, one page of {urls:,} URLs (by own time)\n")
-        print(profile(rows))
+        print(f"\ncProfile of ours ({args.profile}), one page of {urls:,} URLs (by own time)\n")
+        print(profile(rows, args.profile))
 
 
 if __name__ == "__main__":
