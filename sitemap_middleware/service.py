@@ -36,7 +36,7 @@ from .flow import AppAnswer, Offload, Step, Wait, run_blocking, single_flight
 from .providers import AsyncRunner, Section
 from .stats import Stats, logger
 from .web import rules
-from .web.compress import GzipWriter, gunzip_stream, gzip_bytes, gzip_stream
+from .web.compress import Gzip
 from .web.headers import DocumentHeaders, HeaderPolicy, is_not_modified, representation, wants_gzip
 from .web.overview import Overview, PageRow, SectionRow, render_overview
 from .web.replies import Origin, Reply, Request, early, plain, unavailable
@@ -66,8 +66,10 @@ class Service:
         policy: HeaderPolicy,
         clock: Callable[[], float] = time.time,
         stall_after: float | None = None,
+        compression: Gzip | None = None,
     ) -> None:
         self.engine = engine
+        self.compression = compression or Gzip.named("zlib")
         self.sections = sections
         self.resources = Resources(engine.site, sections, store)
         self.stats = stats
@@ -181,7 +183,7 @@ class Service:
                 # Both can be answered again from the stored document alone (`replays`).
                 origin = Origin(resource.key, weakref.ref(document), resource.section, counters, sends_body)
             return Reply(200, prepared.ok, body, raw_headers=prepared.raw_ok, origin=origin)
-        return Reply(200, prepared.ok, gunzip_stream(document.body), raw_headers=prepared.raw_ok)
+        return Reply(200, prepared.ok, self.compression.inflate(document.body), raw_headers=prepared.raw_ok)
 
     # -- rendering ---------------------------------------------------------------------------
 
@@ -203,7 +205,9 @@ class Service:
             xml = self.engine.index(plans, request.prefix, route.number)
             if xml is None:
                 return plain(404, b"Not Found\n")
-            document = self._document(resource, request, gzip_bytes(xml), hashlib.sha256(xml), len(xml))
+            document = self._document(
+                resource, request, self.compression.compress(xml), hashlib.sha256(xml), len(xml)
+            )
             if flight is not None and self.store is not None:
                 self.store.set(resource.key, document)
             with self._memory_lock:
@@ -223,7 +227,7 @@ class Service:
         if flight is not None:
             body: Iterator[bytes] = self._recording(resource, request, stream, flight, gzip_out=gzip_out)
         else:
-            body = gzip_stream(stream) if gzip_out else stream
+            body = self.compression.stream(stream) if gzip_out else stream
         return Reply(200, headers, body)
 
     def _page_stream(
@@ -247,7 +251,7 @@ class Service:
         render, or a client gone mid-page, leaves the store as it was. The time spent
         handing each chunk over is the client's, and the flight's followers see it.
         """
-        writer = GzipWriter()
+        writer = self.compression.writer()
         digest = hashlib.sha256()
         parts: list[bytes] = []
         size = 0

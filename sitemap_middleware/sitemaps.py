@@ -17,7 +17,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from .asgi import ASGIApp, SitemapASGIMiddleware
 from .caching.replays import Replays
@@ -34,6 +34,7 @@ from .service import Service
 from .sources import PagedSource
 from .stats import Stats
 from .web import rules
+from .web.compress import Gzip
 from .web.headers import HeaderPolicy
 from .web.rules import INDEX_SECTION
 from .web.sites import Hosts, Sites
@@ -95,6 +96,11 @@ class Sitemaps:
       ``"/sitemaps/"``): every section, its files and URLs, each file's newest lastmod
       and cache state. Off by default; ``noindex``, and built from ``base_url``, never
       from the request.
+    - ``compressor``: how gzip bodies are made (every cached page is stored gzipped):
+      ``"auto"`` (ISA-L when the ``isal`` package is installed, as
+      ``sitemap-middleware[fast]`` does, else zlib), ``"isal"`` (raises when it is
+      missing) or ``"zlib"`` (the standard library, level 6). ETags never depend on
+      it; the gzip bytes do, so run one choice across a deployment (see the README).
     - ``clock``: wall clock for ``Last-Modified``; inject a fake one in tests.
 
     Concurrency belongs to the adapter that has it: ``sitemaps.asgi(app,
@@ -116,6 +122,7 @@ class Sitemaps:
         provider_timeout: float | None = DEFAULT_PROVIDER_TIMEOUT,
         measure_timeout: float | None = DEFAULT_MEASURE_TIMEOUT,
         overview_path: str | None = None,
+        compressor: Literal["auto", "isal", "zlib"] = "auto",
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.sites = Sites(base_url, hosts)
@@ -134,6 +141,8 @@ class Sitemaps:
         if measure_timeout is not None:
             measure_timeout = check_timeout("measure_timeout", measure_timeout)
         self.stats = Stats()
+        compression = Gzip.named(compressor)
+        self.compressor = compression.name  # the one in use: "isal" or "zlib"
         self._sections: dict[str, Section] = {}
         if cache is True:
             cache = MemoryStore()
@@ -163,6 +172,7 @@ class Sitemaps:
                 policy=policy,
                 clock=clock,
                 stall_after=stall_after,
+                compression=compression,
             )
             for site in self.sites.all
         }
