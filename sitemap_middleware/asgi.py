@@ -21,7 +21,7 @@ import anyio.lowlevel
 import anyio.to_thread
 from anyio.lowlevel import RunVar
 
-from .concurrency.offload import Capacity, Slot, in_thread, on_loop, raise_unwrapped, wait_for
+from .concurrency.offload import Capacity, Slot, ThreadCalls, in_thread, on_loop, raise_unwrapped, wait_for
 from .config import check_count, check_timeout
 from .errors import ProviderError
 from .flow import AppAnswer, Busy, FetchApp, Offload, Step, Wait, run_async
@@ -169,13 +169,14 @@ class SitemapASGIMiddleware:
         stalled past its deadline, or a client that takes no chunk within
         ``send_timeout``, aborts the page.
         """
-        threads = self._capacity().threads
+        calls = ThreadCalls(self._capacity().threads, self._timeout)
         try:
             async with anyio.create_task_group() as group:
                 group.start_soon(_cancel_on_disconnect, receive, group.cancel_scope)
+                group.start_soon(calls.keep)  # one deadline keeper for every chunk's call
                 while True:
                     try:
-                        chunk = await in_thread(partial(next, chunks, _DONE), threads, self._timeout)
+                        chunk = await calls.run(partial(next, chunks, _DONE))
                     except TimeoutError:
                         raise ProviderError.stalled(self._timeout) from None
                     except Busy:

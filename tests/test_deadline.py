@@ -279,6 +279,31 @@ def test_a_long_plan_that_keeps_progressing_is_never_cut(adapter):
     assert "provider_errors" not in sitemaps.stats.snapshot().get("", {})
 
 
+@pytest.mark.parametrize("adapter", ["asgi", "wsgi-helpers"])
+def test_a_page_streaming_longer_than_the_deadline_is_whole_while_every_chunk_is_in_time(adapter):
+    # One page of 3,000 URLs in 8 slices, each two thirds of the deadline: every chunk's
+    # call into a thread is in time, the page as a whole takes 1.6 s. Under ASGI the chunks
+    # share one deadline keeper (`ThreadCalls`): it must renew per chunk, never per page.
+    catalogue = SlowPages(3000)
+    sitemaps = Sitemaps(base_url=BASE, provider_timeout=DEADLINE, cache=None)
+    sitemaps.add_provider("products", lambda: catalogue)
+    if adapter == "asgi":
+        from .conftest import SitemapClient
+
+        client = SitemapClient("asgi", sitemaps)
+        try:
+            page = client.get(PAGE)
+        finally:
+            client.close()
+        status, body = page.status, page.body
+    else:
+        response = Client(sitemaps.wsgi(plain_wsgi_app, helper_threads=4)).get(PAGE)
+        status, body = response.status_code, response.get_data()
+    assert status == 200
+    assert body.count(b"<url>") == 3000
+    assert catalogue.queries == 8
+
+
 @pytest.mark.parametrize("helpers", [False, True])
 def test_providers_run_on_the_request_thread_unless_helper_threads_are_on(helpers):
     ran_on: list[str] = []

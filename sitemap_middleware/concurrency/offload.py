@@ -10,6 +10,7 @@ a request waiting for another one's render waits here, on the loop, never in a t
     slot = Slot(capacity.renders)
     if await slot.acquire(timeout):                          # False: every slot stayed busy
         reply = await in_thread(render, capacity.threads, timeout)   # TimeoutError: a stall
+    calls = ThreadCalls(capacity.threads, timeout)           # a page's chunks: one keeper for all
     await wait_for(wait)                                     # another request's render
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
@@ -30,7 +32,7 @@ import anyio.to_thread
 from ..flow import Busy, Wait
 from .deadlines import Heartbeat, thread_deadline, within
 
-__all__ = ["Capacity", "Slot", "in_thread", "on_loop", "raise_unwrapped", "wait_for"]
+__all__ = ["Capacity", "Slot", "ThreadCalls", "in_thread", "on_loop", "raise_unwrapped", "wait_for"]
 
 T = TypeVar("T")
 
@@ -80,43 +82,89 @@ async def wait_for(wait: Wait) -> None:
 async def in_thread(func: Callable[[], T], limiter: anyio.CapacityLimiter, timeout: float | None) -> T:
     """``func()`` in a worker thread, once ``limiter`` lends one; abandoned if it stalls.
 
+    One call, with a deadline keeper of its own; a page that makes one call per chunk
+    shares one keeper between them instead (`ThreadCalls`).
+    """
+    calls = ThreadCalls(limiter, timeout)
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(calls.keep)
+            result = await calls.run(func)
+            group.cancel_scope.cancel()
+        return result
+    except BaseExceptionGroup as errors:
+        raise_unwrapped(errors)
+
+
+class ThreadCalls:
+    """Calls into worker threads for one request, one at a time, each cut if its provider stalls.
+
     Waiting for a render thread is queueing, not a hung provider: it has a deadline of
     its own (``timeout``), so a request waits its turn, but not for threads stuck in a
     hung provider that may never come back. Once lent, the deadline counts
     from the provider's last batch (`deadlines.Heartbeat`): a long render that keeps
     producing, such as planning millions of URLs, is never cut; one that stalls is.
+    One task (`keep`, started beside the calls) pushes the deadline of whichever call
+    is running: a streamed page makes one call per chunk, and a task group and a
+    keeper per call cost more than the call itself (benchmarks/README.md, issue 15)::
+
+        calls = ThreadCalls(capacity.threads, timeout)
+        group.start_soon(calls.keep)                       # once, for every call below
+        chunk = await calls.run(partial(next, chunks))     # TimeoutError: a stall
 
     An abandoned thread keeps its token until it really returns: threads stuck in a
     hung provider never number more than the limiter's tokens.
     """
-    lease = _Lease(limiter)
-    try:
-        # Queueing has a deadline too: when every thread is stuck in a hung provider,
-        # a request gets its 503 instead of waiting for one of them to come back.
-        with anyio.fail_after(timeout):
-            await lease.take()
-    except TimeoutError:
-        # Every thread busy (or stuck in a hung provider) for the whole deadline: a queue,
-        # not a provider's fault, and answered (or a page aborted) as such.
-        raise Busy("no render thread came free") from None
-    try:
-        deadline = thread_deadline(timeout)
+
+    __slots__ = ("_context", "_deadline", "_heartbeat", "_limiter", "_scope", "_timeout")
+
+    def __init__(self, limiter: anyio.CapacityLimiter, timeout: float | None) -> None:
+        self._limiter = limiter
+        self._timeout = timeout
+        self._deadline = thread_deadline(timeout)
+        self._heartbeat = Heartbeat()
+        # One context for every call: the calls run one after another, never at once.
+        self._context = self._heartbeat.context()
+        self._scope: anyio.CancelScope | None = None
+
+    async def keep(self) -> None:
+        """Push the running call's deadline on while batches keep arriving: it fires on a stall."""
+        deadline = self._deadline
         if deadline is None:
-            return await anyio.to_thread.run_sync(func)
-        heartbeat = Heartbeat()
-        run = partial(lease.running, heartbeat.context(), func)
+            return
+        while True:
+            await anyio.sleep(deadline / 4)
+            scope = self._scope
+            if scope is not None:
+                scope.deadline = anyio.current_time() + deadline - self._heartbeat.silent_for()
+
+    async def run(self, func: Callable[[], T]) -> T:
+        """``func()`` in a worker thread; `flow.Busy` if none came free, `TimeoutError` if it stalled."""
+        lease = _Lease(self._limiter)
         try:
+            # Queueing has a deadline too: when every thread is stuck in a hung provider,
+            # a request gets its 503 instead of waiting for one of them to come back.
+            with anyio.fail_after(self._timeout):
+                await lease.take()
+        except TimeoutError:
+            # Every thread busy (or stuck in a hung provider) for the whole deadline: a queue,
+            # not a provider's fault, and answered (or a page aborted) as such.
+            raise Busy("no render thread came free") from None
+        try:
+            deadline = self._deadline
+            if deadline is None:
+                return await anyio.to_thread.run_sync(func)
+            self._heartbeat.last = time.monotonic()  # the deadline starts with the work, not the queue
+            run = partial(lease.running, self._context, func)
             with anyio.CancelScope(deadline=anyio.current_time() + deadline) as scope:
-                async with anyio.create_task_group() as group:
-                    group.start_soon(_keep_alive, scope, heartbeat, deadline)
-                    result = await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
-                    group.cancel_scope.cancel()
-                return result
-        except BaseExceptionGroup as errors:
-            raise_unwrapped(errors)
-        raise TimeoutError(f"no progress for {deadline} s")
-    finally:
-        lease.give_back()
+                self._scope = scope
+                try:
+                    return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+                finally:
+                    self._scope = None
+            raise TimeoutError(f"no progress for {deadline} s")
+        finally:
+            lease.give_back()
 
 
 class _Lease:
@@ -160,13 +208,6 @@ class _Lease:
             if self._running:
                 return  # the thread gives it back when it returns
         self._limiter.release_on_behalf_of(self)
-
-
-async def _keep_alive(scope: anyio.CancelScope, heartbeat: Heartbeat, deadline: float) -> None:
-    """Push ``scope``'s deadline on while batches keep arriving: it fires on a stall."""
-    while True:
-        await anyio.sleep(deadline / 4)
-        scope.deadline = anyio.current_time() + deadline - heartbeat.silent_for()
 
 
 def raise_unwrapped(errors: BaseExceptionGroup[BaseException]) -> NoReturn:
