@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
@@ -46,6 +46,13 @@ def test_uri_escaping_is_the_escaper_for_every_uri(uri: str) -> None:
 
 @PROPERTY
 @given(moment=st.datetimes(timezones=st.just(UTC)).map(lambda moment: moment.replace(microsecond=0)))
+@example(moment=datetime(1, 1, 1, tzinfo=UTC))  # the fast branch's year table holds 1970 to 2099
+@example(moment=datetime(999, 12, 31, 23, 59, 59, tzinfo=UTC))
+@example(moment=datetime(1969, 12, 31, 23, 59, 59, tzinfo=UTC))
+@example(moment=datetime(1970, 1, 1, tzinfo=UTC))
+@example(moment=datetime(2099, 12, 31, 23, 59, 59, tzinfo=UTC))
+@example(moment=datetime(2100, 1, 1, tzinfo=UTC))
+@example(moment=datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC))
 def test_w3c_datetime_of_a_utc_second_is_what_the_general_rule_writes(moment: datetime) -> None:
     # The common case (UTC, whole seconds) has a fast branch; any other UTC tzinfo takes the general one.
     assert w3c_datetime(moment) == w3c_datetime(moment.replace(tzinfo=timezone(timedelta(0), "UTC+0")))

@@ -19,6 +19,9 @@ from ..errors import EntryError
 __all__ = ["decimal_text", "w3c_datetime"]
 
 _UTC = UTC
+# Digits of the common lastmod's fields (`w3c_datetime`): years of real data, every 0-99.
+_YEARS = {year: f"{year:04d}" for year in range(1970, 2100)}
+_TWO_DIGITS = tuple(f"{number:02d}" for number in range(100))
 
 
 def w3c_datetime(value: object, reason: str = "invalid lastmod") -> str:
@@ -30,9 +33,19 @@ def w3c_datetime(value: object, reason: str = "invalid lastmod") -> str:
     Seconds precision: crawlers ignore fractions and HTTP dates have none.
     """
     if type(value) is datetime and value.tzinfo is _UTC and not value.microsecond:
-        # The common case, first: a UTC datetime to the second is its own isoformat(). A test
+        # The common case, first: a UTC datetime to the second, written from tables of its
+        # fields' digits; its isoformat() costs 2.7 times as much (it asks the tzinfo for
+        # the offset and formats it), a third of a whole entry's time. A test
         # (tests/test_rules.py) holds this branch to what the general one below writes.
-        return value.isoformat()
+        digits = _TWO_DIGITS
+        try:
+            year = _YEARS[value.year]
+        except KeyError:
+            year = f"{value.year:04d}"
+        return (
+            f"{year}-{digits[value.month]}-{digits[value.day]}"
+            f"T{digits[value.hour]}:{digits[value.minute]}:{digits[value.second]}+00:00"
+        )
     if isinstance(value, datetime):
         zone = value.tzinfo
         if zone is not None and zone is not _UTC:
