@@ -16,6 +16,7 @@ Configured by environment, since a server imports them by name:
 - ``BENCH_LARGE_PAGES``: add section ``large`` of that many pages of 50,000 URLs, a counted
   `Catalogue` (default 0: no such section). An identity page is ~9 MB: more than the kernel's
   socket buffers hold, so a client that stops reading one blocks the server.
+- ``BENCH_COMPRESSOR``: `Sitemaps`' ``compressor`` (default ``auto``).
 
 The *bare* apps are the ceilings: they answer with bytes computed once at start-up, by
 our own middleware, with the very headers it sends, so the only difference left in a
@@ -72,6 +73,7 @@ def build_sitemaps() -> Sitemaps:
         base_url=BASE_URL,
         cache=cache,
         page_size=int(_setting("BENCH_PAGE_SIZE", "50000")),
+        compressor=_setting("BENCH_COMPRESSOR", "auto"),  # type: ignore[arg-type]
         **options,
     )
     if _setting("BENCH_PROVIDER", "generator") == "sequence":

@@ -16,6 +16,7 @@ import argparse
 import statistics
 import sys
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from apps import INDEX, PAGE
@@ -107,7 +108,9 @@ def combine(results: list[WrkResult]) -> WrkResult:
 Measured = tuple[Scenario, WrkResult, WrkResult, float]
 
 
-def measure(stack: Stack, seconds: int, order: tuple[str, ...]) -> list[Measured]:
+def measure(
+    stack: Stack, seconds: int, order: tuple[str, ...], scenarios: Sequence[Scenario] = SCENARIOS
+) -> list[Measured]:
     """Each scenario as ours, ceiling, ceiling, ours (ABBA), per round: drift in the machine
     cancels out. The ratio is the median over the (ours, ceiling) pairs run next to each
     other: on this shared machine one 2 s run in ten moves by a quarter, on either side."""
@@ -115,7 +118,7 @@ def measure(stack: Stack, seconds: int, order: tuple[str, ...]) -> list[Measured
     etag = warm(ours.base)
     get(stack.servers["cold"].base + PAGE, GZIP)  # imports and first-call costs out of the way
     results = []
-    for scenario in SCENARIOS:
+    for scenario in scenarios:
         headers = dict(scenario.headers)
         if scenario.etag:
             headers["If-None-Match"] = etag
@@ -168,7 +171,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=int, help="wrk duration of each run (default 2)")
     parser.add_argument("--rounds", type=int, help="ABBA rounds per scenario (default 3; 1 with --quick)")
     parser.add_argument("--servers", help="comma-separated: uvicorn,gunicorn (default both)")
+    parser.add_argument("--only", help="comma-separated words: the scenarios naming any (e.g. cached,304)")
     args = parser.parse_args(argv)
+    only = args.only.split(",") if args.only else None
+    scenarios = [s for s in SCENARIOS if only is None or any(word in s.name for word in only)]
     require("wrk", "apt-get install -y wrk")
     seconds = args.seconds or (1 if args.quick else 2)
     kinds = (args.servers or ("uvicorn" if args.quick else "uvicorn,gunicorn")).split(",")
@@ -182,7 +188,7 @@ def main(argv: list[str] | None = None) -> None:
     print("ours = our middleware around a trivial app; ceiling = a bare app answering precomputed bytes\n")
     for kind in kinds:
         with Stack(kind) as stack:
-            results = measure(stack, seconds, one_round * rounds)
+            results = measure(stack, seconds, one_round * rounds, scenarios)
         print(report(f"{kind} (1 worker)", results))
         print()
 
