@@ -28,7 +28,7 @@ from cachetools import LRUCache
 from werkzeug.http import http_date
 
 from .caching.resources import Resource, Resources, version_etag
-from .caching.stores import CacheStore, Document
+from .caching.stores import CacheStore, Document, MemoryStore
 from .concurrency.flights import Flight
 from .engine import Engine, PagePlan, index_files
 from .errors import ProviderError
@@ -75,6 +75,8 @@ class Service:
         self.stats = stats
         self.store = store
         self.flights = None if store is None else store.flights
+        # Identity copies beside stored documents, where the store keeps them.
+        self._copies = store if isinstance(store, MemoryStore) else None
         # A follower stops waiting for a leader whose provider is silent this long.
         self.stall_after = stall_after
         self.headers = DocumentHeaders(policy)
@@ -183,7 +185,29 @@ class Service:
                 # Both can be answered again from the stored document alone (`replays`).
                 origin = Origin(resource.key, weakref.ref(document), resource.section, counters, sends_body)
             return Reply(200, prepared.ok, body, raw_headers=prepared.raw_ok, origin=origin)
-        return Reply(200, prepared.ok, self.compression.inflate(document.body), raw_headers=prepared.raw_ok)
+        copies = self._copies
+        if copies is not None and resource.key:
+            identity = copies.identity(resource.key, document)
+            if identity is not None:
+                return Reply(200, prepared.ok, identity, raw_headers=prepared.raw_ok)
+            inflated = self._inflating(copies, resource.key, document)
+        else:
+            inflated = self.compression.inflate(document.body)
+        return Reply(200, prepared.ok, inflated, raw_headers=prepared.raw_ok)
+
+    def _inflating(self, copies: MemoryStore, key: str, document: Document) -> Iterator[bytes]:
+        """A stored document's identity body, inflated where the adapter runs bodies (off
+        the event loop): whole, and kept beside the document for the next identity request,
+        when the store has room to spare for it; else piece by piece, never whole."""
+        if not copies.claim_identity(key, document):
+            yield from self.compression.inflate(document.body)
+            return
+        identity = None
+        try:
+            identity = self.compression.decompress(document.body, document.size)
+        finally:
+            copies.keep_identity(key, document, identity)  # ends the claim on every way out
+        yield identity
 
     # -- rendering ---------------------------------------------------------------------------
 

@@ -18,8 +18,8 @@ takes the full path::
 
 Bodies are never kept here: a replayed 200 takes its body from the document, held by
 a weak reference, so this holds a bounded number of small entries and never keeps alive
-a document the cache has let go of. Identity answers (inflated per request) are not
-replayed. It needs a `MemoryStore`: only an in-process store hands back the very object
+a document the cache has let go of. Identity answers (the store's identity copy, or
+inflated) are not replayed. It needs a `MemoryStore`: only an in-process store hands back the very object
 it stored, which is what is checked (a shared store would return a fresh copy each time).
 """
 

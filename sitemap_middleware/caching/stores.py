@@ -12,15 +12,28 @@ Keys carry a per-section *generation*: `invalidate` bumps it, so documents rende
 before the bump can never be served again (they simply age out). A store also carries
 the single-flight its documents are rendered under (`flights.Flights` in-process): a
 shared store for a fleet (Redis) brings its own, with the same four methods.
+
+A `MemoryStore` also keeps the *identity copy* of a document asked for without gzip, so
+the next such request sends bytes instead of inflating them again::
+
+    if store.claim_identity(key, document):          # room to spare, and nobody making it
+        store.keep_identity(key, document, inflated)  # ends the claim, whatever became of it
+    store.identity(key, document)                     # the copy, while the document is stored
+
+Copies live in the same byte budget, only in room the documents leave spare (they go
+first when a document needs it), and go with their document: evicted, expired,
+replaced or cleared, the copy is dropped, never served for another document.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from functools import partial
+from typing import NamedTuple, Protocol
 
 from cachetools import TTLCache
 
@@ -70,10 +83,18 @@ class CacheStore(Protocol):
         ...
 
 
+class _Copy(NamedTuple):
+    """The identity bytes of one stored document, and the document they belong to."""
+
+    document: weakref.ref[Document]
+    body: bytes
+
+
 class MemoryStore:
     """In-process `CacheStore`: LRU within a byte budget, each entry living ``ttl`` seconds.
 
-    - ``max_bytes``: total bytes of stored bodies (plus a small per-entry overhead).
+    - ``max_bytes``: total bytes of stored bodies (plus a small per-entry overhead),
+      identity copies included.
     - ``ttl``: seconds a document is served before it is rendered again.
     - ``timer``: a monotonic clock; inject a fake one in tests instead of sleeping.
     """
@@ -85,10 +106,14 @@ class MemoryStore:
         ttl: float = 600.0,
         timer: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._lock = threading.Lock()
+        # Reentrant: a copy's weakref callback may run inside an eviction, under the lock.
+        self._lock = threading.RLock()
         self._documents: TTLCache[str, Document] = TTLCache(
             maxsize=max_bytes, ttl=ttl, timer=timer, getsizeof=_charge
         )
+        self._copies: dict[str, _Copy] = {}  # oldest first: the first to go for room
+        self._copy_bytes = 0
+        self._making: dict[str, int] = {}  # copies being made (one per key), and the room each takes
         self._generations: dict[str, int] = {}
         self._epoch = 0
         self.max_bytes = max_bytes
@@ -102,10 +127,75 @@ class MemoryStore:
             return self._documents.get(key)
 
     def set(self, key: str, document: Document) -> None:
-        if _charge(document) > self.max_bytes:
+        charge = _charge(document)
+        if charge > self.max_bytes:
             return  # larger than the whole cache: serve it, never store it
         with self._lock:
+            self._drop_copy(key)  # it belonged to the document this one replaces
+            # Copies only ever use room documents leave spare: they make way first.
+            while self._copies and self._documents.currsize + charge + self._copy_bytes > self.max_bytes:
+                self._drop_copy(next(iter(self._copies)))
             self._documents[key] = document
+            self._drop_orphans()  # of the documents this one evicted or that expired
+
+    def identity(self, key: str, document: Document) -> bytes | None:
+        """The identity bytes kept for ``document`` (as `get` returned it for ``key``), if any."""
+        copy = self._copies.get(key)
+        if copy is not None and copy.document() is document:
+            return copy.body
+        return None
+
+    def claim_identity(self, key: str, document: Document) -> bool:
+        """Whether to make the identity copy of ``document`` now: it is the one stored under
+        ``key``, none is kept or being made for it, and the cache has room to spare for it.
+
+        A ``True`` must be followed by `keep_identity`, whatever becomes of the copy.
+        """
+        charge = document.size + _ENTRY_OVERHEAD
+        with self._lock:
+            if key in self._making or self.identity(key, document) is not None:
+                return False
+            if self._documents.get(key) is not document:
+                return False
+            # Copies being made hold their room too: inflating whole never outgrows the spare room.
+            if self._spare() < charge:
+                return False
+            self._making[key] = charge
+            return True
+
+    def keep_identity(self, key: str, document: Document, body: bytes | None) -> None:
+        """End the claim on ``key``'s copy; keep ``body`` (``None``: none was made) if it is
+        ``document``'s, ``document`` is still stored, and there is still room for it."""
+        with self._lock:
+            self._making.pop(key, None)
+            if body is None or len(body) != document.size or self._documents.get(key) is not document:
+                return
+            charge = len(body) + _ENTRY_OVERHEAD
+            if self._spare() < charge:
+                return
+            self._drop_copy(key)
+            self._copies[key] = _Copy(weakref.ref(document, partial(self._forget, key)), body)
+            self._copy_bytes += charge
+
+    def _spare(self) -> int:
+        return self.max_bytes - int(self._documents.currsize) - self._copy_bytes - sum(self._making.values())
+
+    def _forget(self, key: str, gone: weakref.ref[Document]) -> None:
+        """A document was collected: its copy goes with it (a weakref callback)."""
+        with self._lock:
+            copy = self._copies.get(key)
+            if copy is not None and copy.document is gone:
+                self._drop_copy(key)
+
+    def _drop_copy(self, key: str) -> None:
+        copy = self._copies.pop(key, None)
+        if copy is not None:
+            self._copy_bytes -= len(copy.body) + _ENTRY_OVERHEAD
+
+    def _drop_orphans(self) -> None:
+        """Drop the copies whose document the cache no longer holds (evicted, expired)."""
+        for key in [key for key in self._copies if key not in self._documents]:
+            self._drop_copy(key)
 
     def generation(self, section: str) -> str:
         # No lock: read on every request, and a read racing `invalidate` returns either
@@ -117,6 +207,8 @@ class MemoryStore:
             if section is None:
                 self._epoch += 1
                 self._documents.clear()
+                self._copies.clear()
+                self._copy_bytes = 0
             else:
                 self._generations[section] = self._generations.get(section, 0) + 1
             # After the generation: an answer that began before this line read either
@@ -125,9 +217,9 @@ class MemoryStore:
 
     @property
     def current_bytes(self) -> int:
-        """Bytes the stored documents are charged for (never above ``max_bytes``)."""
+        """Bytes the stored documents and their copies are charged for (never above ``max_bytes``)."""
         with self._lock:
-            return int(self._documents.currsize)
+            return int(self._documents.currsize) + self._copy_bytes
 
 
 def _charge(document: Document) -> int:

@@ -7,6 +7,7 @@ Two compressors write the same format (RFC 1952), chosen once per `Sitemaps`::
     out = [writer.compress(chunk) for chunk in chunks] + [writer.finish()]
     gzip.compress(data)                    # one-shot, same container
     gzip.inflate(body)                     # a stored body, piece by piece
+    gzip.decompress(body, size)            # ... or whole
 
 - ``zlib``: the standard library's, level 6; what earlier versions always served.
 - ``isal``: ISA-L (``pip install "sitemap-middleware[fast]"``), level 1: on sitemap XML
@@ -83,6 +84,10 @@ class Gzip:
             close = getattr(chunks, "close", None)
             if close is not None:
                 close()
+
+    def decompress(self, data: bytes, size: int) -> bytes:
+        """A stored gzip body inflated whole; ``size``: its identity length, known in advance."""
+        return self.module.decompress(data, _GZIP_WBITS, max(size, 1))  # type: ignore[no-any-return]
 
     def inflate(self, data: bytes) -> Iterator[bytes]:
         """Inflate a stored gzip body piece by piece, so identity never sits whole in memory."""
