@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import cProfile
 import gc
+import importlib
 import inspect
 import io
 import pstats
@@ -71,11 +72,12 @@ def minimal(rows: list[Row]) -> Render:
     return render
 
 
-def minimal_gzip(rows: list[Row]) -> Render:
+def minimal_gzip(rows: list[Row], module: Any = zlib, level: int = 6) -> Render:
+    """The ceiling, gzipped by ``module`` (zlib, or isal's isal_zlib) at ``level``."""
     render = minimal(rows)
 
     def render_gz() -> bytes:
-        compressor = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        compressor = module.compressobj(level, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
         return compressor.compress(render()) + compressor.flush()
 
     return render_gz
@@ -537,6 +539,7 @@ def profile(rows: list[Row], path: str, top: int = 15) -> str:
 MINIMAL = "minimal f-string, no validation (ceiling)"
 DJANGO = "django.contrib.sitemaps"
 MINIMAL_GZ = "minimal f-string + zlib level 6 (ceiling)"
+MINIMAL_ISAL = "minimal f-string + isal level 1 (our compressor)"
 ZLIB = {"compressor": "zlib"}  # the fallback: the default configuration without the fast extra
 # Before issue 15 there was no choice: zlib it was (so the zlib rows are left out there).
 CHOOSES = "compressor" in inspect.signature(Sitemaps).parameters
@@ -588,6 +591,7 @@ def main(argv: list[str] | None = None) -> None:
     urls = args.urls or (10_000 if args.quick else 50_000)
     rounds = args.rounds or (3 if args.quick else 9)
     rows = make_rows(urls)
+    compressor = getattr(Sitemaps(base_url=BASE_URL), "compressor", "zlib")
 
     plain: dict[str, Render] = {
         MINIMAL: minimal(rows),
@@ -614,9 +618,12 @@ def main(argv: list[str] | None = None) -> None:
     }
     if CHOOSES:
         gzipped[f"ours: Sitemaps.asgi gzip{fallback}"] = ours_asgi(rows, gzip=True, cache=DEFAULT, **ZLIB)
+    gz_refs = {"minimal+zlib": MINIMAL_GZ}
+    if compressor == "isal":  # our compressor: the same one for the ceiling, as a second reference
+        gzipped[MINIMAL_ISAL] = minimal_gzip(rows, importlib.import_module("isal.isal_zlib"), 1)
+        gz_refs["minimal+isal"] = MINIMAL_ISAL
     gzipped.update(compressor_only(minimal(rows)()))
     cached = cached_cases(rows)
-    compressor = getattr(Sitemaps(base_url=BASE_URL), "compressor", "zlib")
     print(f"render: one page of {urls:,} URLs, {rounds} interleaved rounds, median; {machine()}")
     print(f"default configuration: Sitemaps(base_url=...), whose compressor here is {compressor}")
     sizes = check(plain | gzipped | cached, urls)
@@ -625,7 +632,7 @@ def main(argv: list[str] | None = None) -> None:
     print("\nidentity\n")
     print(report(plain, times, urls, refs, sizes))
     print("\ngzip\n")
-    print(report(gzipped, times, urls, {"minimal+zlib": MINIMAL_GZ}, sizes))
+    print(report(gzipped, times, urls, gz_refs, sizes))
     print("\ncached page, per request, in-process (no socket: see `serve` for the ratio to a bare app)\n")
     print(report(cached, times, urls, {"minimal": MINIMAL}, sizes))
     print("\nissue 15: the paths users run\n")
