@@ -11,8 +11,8 @@ Two compressors write the same format (RFC 1952), chosen once per `Sitemaps`::
 
 - ``zlib``: the standard library's, level 6; what earlier versions always served.
 - ``isal``: ISA-L (``pip install "sitemap-middleware[fast]"``), level 1: on sitemap XML
-  about 30 times as fast as zlib level 6 for 3% more bytes, and it inflates several
-  times as fast (benchmarks/README.md, issue 15).
+  15 to 20 times as fast as zlib level 6 for 3% more bytes, and it inflates three times
+  as fast (benchmarks/README.md, issue 15).
 
 The gzip header carries no file name and a zero mtime, and the flush points follow the
 chunks (whose sizes depend on the provider's batches, never on timing), so equal input
