@@ -12,22 +12,20 @@ the app untouched.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from functools import partial
 from typing import Any
 
 import anyio
-import anyio.lowlevel
 import anyio.to_thread
-from anyio.lowlevel import RunVar
 
-from .concurrency.offload import Capacity, Slot, ThreadCalls, in_thread, on_loop, raise_unwrapped, wait_for
+from .concurrency.offload import Capacity, LoopCapacities, Slot, in_thread, on_loop, wait_for
+from .concurrency.sending import stream_body
 from .config import check_count, check_timeout
-from .errors import ProviderError
 from .flow import AppAnswer, Busy, FetchApp, Offload, Step, Wait, run_async
 from .gateway import Configured
 from .web.replies import Reply
-from .web.rules import mount_prefix
+from .web.rules import mount_prefix, route_path
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -36,8 +34,6 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 __all__ = ["ASGIApp", "SitemapASGIMiddleware"]
-
-_DONE = object()
 
 
 class SitemapASGIMiddleware:
@@ -71,19 +67,19 @@ class SitemapASGIMiddleware:
         self._timeout = sitemaps.gateway.provider_timeout
         # The request headers the gateway reads, as servers send them (lowercase bytes).
         self._wanted = {name.encode("latin-1"): name for name in sitemaps.gateway.request_headers}
-        self._render_threads = check_count("render_threads", render_threads)
-        self._max_renders = check_count("max_renders", max_renders)
+        self._capacities = LoopCapacities(
+            check_count("render_threads", render_threads), check_count("max_renders", max_renders)
+        )
         self._send_timeout = check_timeout("send_timeout", send_timeout)
         # Async providers run on this app's event loop, under the same deadline.
         self._run_async = partial(on_loop, self._timeout)
-        self._capacities: RunVar[Capacity] = RunVar(f"sitemap_capacity_{id(self)}")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         gateway = self._gateway
-        path = _route_path(scope)
+        path = route_path(scope["path"], scope.get("root_path", ""))
         route = gateway.match(scope["method"], path)
         if route is None:
             await self.app(scope, receive, send)
@@ -105,7 +101,7 @@ class SitemapASGIMiddleware:
             finally:
                 outcome.finish()
             return
-        capacity = self._capacity()
+        capacity = self._capacities.current()
         slot = Slot(capacity.renders)
         reply: Reply | None = None
         try:
@@ -122,16 +118,6 @@ class SitemapASGIMiddleware:
                     await anyio.to_thread.run_sync(reply.finish)
             elif reply is not None:
                 reply.finish()
-
-    def _capacity(self) -> Capacity:
-        """This event loop's limits (anyio's primitives must not cross event loops)."""
-        try:
-            return self._capacities.get()
-        except LookupError:
-            threads = anyio.CapacityLimiter(self._render_threads)
-            capacity = Capacity(threads, anyio.Semaphore(self._max_renders))
-            self._capacities.set(capacity)
-            return capacity
 
     async def _perform(
         self, scope: Scope, receive: Receive, capacity: Capacity, slot: Slot, step: Step
@@ -158,39 +144,8 @@ class SitemapASGIMiddleware:
         elif isinstance(body, bytes):
             await send({"type": "http.response.body", "body": body})
         else:
-            await self._stream(body, send, receive)
-
-    async def _stream(self, chunks: Iterator[bytes], send: Send, receive: Receive) -> None:
-        """Send ``chunks`` as they are produced; stop as soon as the client goes away.
-
-        Servers may drop messages sent after a disconnect without an error (uvicorn
-        does), so we watch ``receive`` for ``http.disconnect``: otherwise a page would be
-        rendered to nobody, and then cached as if it had been delivered. A provider
-        stalled past its deadline, or a client that takes no chunk within
-        ``send_timeout``, aborts the page.
-        """
-        calls = ThreadCalls(self._capacity().threads, self._timeout)
-        try:
-            async with anyio.create_task_group() as group:
-                group.start_soon(_cancel_on_disconnect, receive, group.cancel_scope)
-                group.start_soon(calls.keep)  # one deadline keeper for every chunk's call
-                while True:
-                    try:
-                        chunk = await calls.run(partial(next, chunks, _DONE))
-                    except TimeoutError:
-                        raise ProviderError.stalled(self._timeout) from None
-                    except Busy:
-                        raise Busy(f"no render thread came free in {self._timeout} s: page aborted") from None
-                    if chunk is _DONE:
-                        break
-                    with anyio.move_on_after(self._send_timeout) as sending:
-                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                    if sending.cancelled_caught:
-                        raise TimeoutError(f"the client took no chunk for {self._send_timeout} s: aborted")
-                await send({"type": "http.response.body", "body": b""})
-                group.cancel_scope.cancel()
-        except BaseExceptionGroup as errors:
-            raise_unwrapped(errors)
+            threads = self._capacities.current().threads
+            await stream_body(body, send, receive, threads, self._timeout, self._send_timeout)
 
 
 async def _fetch_app(app: ASGIApp, scope: Scope, receive: Receive) -> AppAnswer:
@@ -207,18 +162,3 @@ async def _fetch_app(app: ASGIApp, scope: Scope, receive: Receive) -> AppAnswer:
     body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.response.body")
     headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in start.get("headers", ())]
     return AppAnswer(start["status"], headers, body)
-
-
-def _route_path(scope: Scope) -> str:
-    """The path below the mount point; servers differ on whether ``path`` includes it."""
-    path: str = scope["path"]
-    root: str = scope.get("root_path", "").rstrip("/")
-    if root and (path == root or path.startswith(root + "/")):
-        return path[len(root) :] or "/"
-    return path
-
-
-async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        await anyio.lowlevel.checkpoint()  # never spin on a server that answers at once
-    scope.cancel()

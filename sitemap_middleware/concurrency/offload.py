@@ -6,7 +6,7 @@ many documents are being rendered at once (a `Slot` each, held while the page st
 A deadline cuts a thread only when its provider stops making progress (`deadlines`), and
 a request waiting for another one's render waits here, on the loop, never in a thread::
 
-    capacity = Capacity(anyio.CapacityLimiter(4), anyio.Semaphore(16))
+    capacity = LoopCapacities(threads=4, renders=16).current()   # this event loop's
     slot = Slot(capacity.renders)
     if await slot.acquire(timeout):                          # False: every slot stayed busy
         reply = await in_thread(render, capacity.threads, timeout)   # TimeoutError: a stall
@@ -28,11 +28,21 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
+from anyio.lowlevel import RunVar
 
 from ..flow import Busy, Wait
 from .deadlines import Heartbeat, thread_deadline, within
 
-__all__ = ["Capacity", "Slot", "ThreadCalls", "in_thread", "on_loop", "raise_unwrapped", "wait_for"]
+__all__ = [
+    "Capacity",
+    "LoopCapacities",
+    "Slot",
+    "ThreadCalls",
+    "in_thread",
+    "on_loop",
+    "raise_unwrapped",
+    "wait_for",
+]
 
 T = TypeVar("T")
 
@@ -43,6 +53,23 @@ class Capacity:
 
     threads: anyio.CapacityLimiter
     renders: anyio.Semaphore
+
+
+class LoopCapacities:
+    """The `Capacity` of whichever event loop asks: anyio's primitives must not cross loops."""
+
+    def __init__(self, threads: int, renders: int) -> None:
+        self._threads = threads
+        self._renders = renders
+        self._current: RunVar[Capacity] = RunVar(f"sitemap_capacity_{id(self)}")
+
+    def current(self) -> Capacity:
+        try:
+            return self._current.get()
+        except LookupError:
+            capacity = Capacity(anyio.CapacityLimiter(self._threads), anyio.Semaphore(self._renders))
+            self._current.set(capacity)
+            return capacity
 
 
 class Slot:

@@ -29,6 +29,7 @@ __all__ = [
     "match_route",
     "mount_prefix",
     "not_modified",
+    "route_path",
 ]
 
 ALLOWED_METHODS = ("GET", "HEAD")
@@ -127,6 +128,15 @@ def mount_prefix(script_name: str) -> str:
     """
     path = quote_uri(script_name).replace("?", "%3F").replace("#", "%23")
     return (remove_dot_segments(path) if path.startswith("/") else path).rstrip("/")
+
+
+def route_path(path: str, root_path: str) -> str:
+    """An ASGI path below its mount point (``root_path``): servers differ on whether
+    ``path`` includes it."""
+    root = root_path.rstrip("/")
+    if root and (path == root or path.startswith(root + "/")):
+        return path[len(root) :] or "/"
+    return path
 
 
 @dataclass(frozen=True, slots=True)

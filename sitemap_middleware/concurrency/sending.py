@@ -1,0 +1,73 @@
+"""A streamed page over ASGI: each chunk made in a worker thread, sent under deadlines.
+
+Three things can go wrong while a page streams, and each must cost only its own request:
+the client goes away (servers may drop messages sent after a disconnect without an
+error, as uvicorn does, so ``receive`` is watched for ``http.disconnect``: otherwise a
+page is rendered to nobody, then cached as if delivered), the provider stalls (its
+deadline counts from its last batch, `ThreadCalls`), or the client stops reading
+(``send_timeout`` per chunk gives the render slot back)::
+
+    await stream_body(chunks, send, receive, capacity.threads, provider_timeout, send_timeout)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from functools import partial
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+
+from ..errors import ProviderError
+from ..flow import Busy
+from .offload import ThreadCalls, raise_unwrapped
+
+__all__ = ["stream_body"]
+
+Message = MutableMapping[str, Any]
+_DONE = object()
+
+
+async def stream_body(
+    chunks: Iterator[bytes],
+    send: Callable[[Message], Awaitable[None]],
+    receive: Callable[[], Awaitable[Message]],
+    threads: anyio.CapacityLimiter,
+    timeout: float | None,
+    send_timeout: float,
+) -> None:
+    """Send ``chunks`` as ``http.response.body`` messages as they are produced.
+
+    Raises `ProviderError` when the provider stalls, `Busy` when no thread came free,
+    `TimeoutError` when the client took no chunk for ``send_timeout`` s; returns early,
+    without the final message, when the client went away.
+    """
+    calls = ThreadCalls(threads, timeout)
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(_cancel_on_disconnect, receive, group.cancel_scope)
+            group.start_soon(calls.keep)  # one deadline keeper for every chunk's call
+            while True:
+                try:
+                    chunk = await calls.run(partial(next, chunks, _DONE))
+                except TimeoutError:
+                    raise ProviderError.stalled(timeout) from None
+                except Busy:
+                    raise Busy(f"no render thread came free in {timeout} s: page aborted") from None
+                if chunk is _DONE:
+                    break
+                with anyio.move_on_after(send_timeout) as sending:
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                if sending.cancelled_caught:
+                    raise TimeoutError(f"the client took no chunk for {send_timeout} s: aborted")
+            await send({"type": "http.response.body", "body": b""})
+            group.cancel_scope.cancel()
+    except BaseExceptionGroup as errors:
+        raise_unwrapped(errors)
+
+
+async def _cancel_on_disconnect(receive: Callable[[], Awaitable[Message]], scope: anyio.CancelScope) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        await anyio.lowlevel.checkpoint()  # never spin on a server that answers at once
+    scope.cancel()
