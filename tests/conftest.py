@@ -174,6 +174,39 @@ def build(catalogue: Catalogue | None = None, **options: Any) -> tuple[Sitemaps,
     return sitemaps, catalogue
 
 
+class Recorder:
+    """A ``send`` that keeps every message."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+
+    async def __call__(self, message: dict[str, Any]) -> None:
+        self.messages.append(message)
+
+    @property
+    def status(self) -> int:
+        [start] = [m for m in self.messages if m["type"] == "http.response.start"]
+        return int(start["status"])
+
+    @property
+    def body(self) -> bytes:
+        return b"".join(m.get("body", b"") for m in self.messages if m["type"] == "http.response.body")
+
+
+class Receive:
+    """A server's ``receive``: the (empty) request body, then nothing until the client leaves."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    async def __call__(self) -> dict[str, Any]:
+        if not self.requested:
+            self.requested = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await anyio.sleep_forever()  # the client stays until the response is complete
+        raise AssertionError("unreachable")
+
+
 def http_scope(
     path: str, root_path: str = "", method: str = "GET", headers: tuple[tuple[bytes, bytes], ...] = ()
 ) -> dict[str, Any]:

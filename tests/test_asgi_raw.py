@@ -11,7 +11,7 @@ import pytest
 
 from sitemap_middleware import Sitemaps
 
-from .conftest import await_until, counter, http_scope
+from .conftest import Receive, Recorder, await_until, counter, http_scope
 from .xsd import locs, validate
 
 BASE = "https://shop.example"
@@ -32,39 +32,6 @@ class RecordingApp:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         self.calls.append((scope, receive, send))
-
-
-class Recorder:
-    """A ``send`` that keeps every message."""
-
-    def __init__(self) -> None:
-        self.messages: list[Message] = []
-
-    async def __call__(self, message: Message) -> None:
-        self.messages.append(message)
-
-    @property
-    def status(self) -> int:
-        [start] = [m for m in self.messages if m["type"] == "http.response.start"]
-        return int(start["status"])
-
-    @property
-    def body(self) -> bytes:
-        return b"".join(m.get("body", b"") for m in self.messages if m["type"] == "http.response.body")
-
-
-class Receive:
-    """A server's ``receive``: the (empty) request body, then nothing until the client leaves."""
-
-    def __init__(self) -> None:
-        self.requested = False
-
-    async def __call__(self) -> Message:
-        if not self.requested:
-            self.requested = True
-            return {"type": "http.request", "body": b"", "more_body": False}
-        await anyio.sleep_forever()  # the client stays until the response is complete
-        raise AssertionError("unreachable")
 
 
 def run(app: Any, scope: dict[str, Any], send: Any, receive: Any = None) -> None:

@@ -17,7 +17,7 @@ from werkzeug.test import Client as WerkzeugClient
 from sitemap_middleware import Sitemaps
 from sitemap_middleware.caching.stores import MemoryStore
 
-from .conftest import Catalogue, build, counter, http_scope, plain_asgi_app, plain_wsgi_app
+from .conftest import Catalogue, Receive, Recorder, build, counter, http_scope, plain_asgi_app, plain_wsgi_app
 from .xsd import locs, validate
 
 PAGE = "/sitemap-products-1.xml"
@@ -166,27 +166,3 @@ def test_a_store_of_your_own_inflates_every_identity_request() -> None:
     stored = store.inner.current_bytes
     assert client.get(PAGE).get_data() == client.get(PAGE).get_data() == cold
     assert store.inner.current_bytes == stored
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.messages: list[dict[str, Any]] = []
-
-    async def __call__(self, message: dict[str, Any]) -> None:
-        self.messages.append(message)
-
-    @property
-    def body(self) -> bytes:
-        return b"".join(m.get("body", b"") for m in self.messages if m["type"] == "http.response.body")
-
-
-class Receive:
-    def __init__(self) -> None:
-        self.requested = False
-
-    async def __call__(self) -> dict[str, Any]:
-        if not self.requested:
-            self.requested = True
-            return {"type": "http.request", "body": b"", "more_body": False}
-        await anyio.sleep_forever()
-        raise AssertionError("unreachable")

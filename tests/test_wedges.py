@@ -21,9 +21,9 @@ from werkzeug.test import Client
 
 from sitemap_middleware import Sitemaps
 
-from .conftest import plain_wsgi_app, wait_until
+from .conftest import Receive, Recorder, http_scope, plain_wsgi_app, wait_until
 from .servers import Server, uvicorn_serving
-from .test_asgi_raw import BASE, Receive, Recorder, RecordingApp, http_scope
+from .test_asgi_raw import BASE, RecordingApp
 from .xsd import locs, validate
 
 PAGE = "/sitemap-products-1.xml"
