@@ -230,8 +230,9 @@ def django_view(database: str) -> Any:
 def django_keyset(model: type) -> Any | None:
     """[django.keyset row] `sitemap_middleware.django.keyset` over ``model``.
 
-    Pages are pk ranges planned by one query (first keys and each page's newest updated_at,
-    grouped in the database) and read by key in chunks of 2,000 rows, never OFFSET.
+    Pages are pk ranges planned by one query (a recursive seek from each page's first key
+    to the next, and each page's newest updated_at) and read by key in chunks of 2,000
+    rows, never OFFSET.
     """
     from sitemap_middleware import Url
     from sitemap_middleware.django import keyset

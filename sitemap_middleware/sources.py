@@ -7,10 +7,10 @@ answers both questions itself, with one cheap query each, over an ordered unique
 
     class Products:
         def pages(self, page_size: int):
-            # One row per page, in key order: its first key and its newest lastmod.
-            # SELECT MIN(id), MAX(updated_at) FROM (SELECT id, updated_at,
-            #   (ROW_NUMBER() OVER (ORDER BY id) - 1) / :page_size AS page FROM product)
-            # GROUP BY page ORDER BY page
+            # One row per page, in key order: its first key and its newest lastmod,
+            # e.g. by seeking page_size keys on from each first key (a recursive CTE of
+            # "WHERE id >= :first ORDER BY id LIMIT 1 OFFSET :page_size", as
+            # sitemap_middleware.sqlalchemy.keyset does), then MAX(updated_at) per range.
             return [PageStart(first, lastmod) for first, lastmod in db.execute(...)]
 
         def entries(self, first, limit: int):
