@@ -74,7 +74,10 @@ def keyset(
       ``Url(row.get_absolute_url(), lastmod=<the lastmod field>)``.
     - ``key``: the unique field pages are ranges of (``pk``, or any unique field).
     - ``lastmod``: the field whose newest value per page the index shows (``None``: none);
-      ``entry``'s lastmod should be that field.
+      ``entry``'s lastmod should be that field. Index it (``db_index=True`` or a
+      ``Meta.indexes`` entry led by it) and, with an integer key, the plan reads rows
+      newest first over that index, 0.2 s at 10M rows, instead of every row's lastmod
+      (2 s): the same lastmods either way.
     - ``chunk_size``: rows per query within a page.
     """
     return KeysetSource(queryset, entry, key=key, lastmod=lastmod, chunk_size=chunk_size)

@@ -27,11 +27,12 @@ from typing import Any
 
 from django.core.exceptions import FieldDoesNotExist
 from django.db import connections
-from django.db.models import F, Field, Model, QuerySet
+from django.db.models import F, Field, IntegerField, Model, QuerySet
 from django.db.models.expressions import RawSQL
 from django.db.models.query import ModelIterable
 
 from sitemap_middleware.errors import ConfigurationError
+from sitemap_middleware.newest import WALK_BATCH, NewestFirst, walk_limit
 from sitemap_middleware.sources import Key, PageStart
 
 __all__ = ["CHUNK_SIZE", "KeyRanges", "done_with", "model_field", "plain_key"]
@@ -70,59 +71,108 @@ class KeyRanges:
             queryset = queryset.filter(**{f"{attname}__isnull": False})
         self.queryset = queryset.order_by(attname)
         self.chunk_size = chunk_size
+        # Newest first over the lastmod's index (`sitemap_middleware.newest`): only where the
+        # model declares one, and for integer keys, whose order Python shares.
+        self.walks = (
+            self.lastmod is not None and isinstance(self.key, IntegerField) and _indexed(model, self.lastmod)
+        )
 
     def plan(self, rows: int) -> list[PageStart]:
-        """Pages of ``rows`` rows: each one's first key and newest lastmod, in ONE query.
+        """Pages of ``rows`` rows: each one's first key and newest lastmod.
 
         Each page's first key is found by seeking ``rows`` keys on from the one before
         (``LIMIT 1 OFFSET rows`` from a key, over the key's index), so no row crosses into
         Python; ``ROW_NUMBER() OVER (ORDER BY key)`` grouped by page gives the same in one
-        pass, but numbers every row: SQLite took 2 s per million rows for it.
+        pass, but numbers every row: SQLite took 2 s per million rows for it. Each page's
+        newest lastmod is its rows' MAX, in the same query; or, when the model indexes the
+        lastmod field and the key is an integer, read newest first over that index
+        (`sitemap_middleware.newest`), with MAX only for the pages that walk leaves.
         """
         if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
             raise ValueError(f"page size must be a positive int, not {rows!r}")
         alias = self.queryset.db
-        connection = connections[alias]
+        walks = self.walks
+        try:
+            found = self._execute(*self._seek(rows, newest=not walks))
+            if not walks:
+                return [PageStart(self._key(key), self._lastmod(value)) for key, value in found]
+            walk: NewestFirst[Any] = NewestFirst([key for key, _ in found])
+            if found:
+                self._walk(walk, rows)
+            for batch in walk.missing():
+                newest = [self._newest(walk.starts[page], rows) for page in batch]
+                query = "SELECT " + ", ".join(sql for sql, _ in newest)
+                [values] = self._execute(query, tuple(p for _, params in newest for p in params))
+                walk.found.update(zip(batch, map(self._lastmod, values), strict=True))
+        finally:
+            done_with(alias)
+        return [PageStart(self._key(key), walk.found.get(n)) for n, key in enumerate(walk.starts)]
+
+    def _seek(self, rows: int, *, newest: bool) -> tuple[str, tuple[Any, ...]]:
+        """The plan's one query: the recursive seek, and (``newest``) each page's MAX."""
+        connection = connections[self.queryset.db]
         quote = connection.ops.quote_name
         pages, first = quote("sitemap_pages"), quote("sitemap_first")
         attname = self.key.attname
         here = RawSQL(f"{pages}.{first}", ())  # the page start the recursive step is at
-        head, head_params = self._sql(self.queryset.values_list(attname)[:1], alias)
+        head, head_params = self._sql(self.queryset.values_list(attname)[:1])
         step, step_params = self._sql(
-            self.queryset.filter(**{f"{attname}__gte": here}).values_list(attname)[rows : rows + 1], alias
+            self.queryset.filter(**{f"{attname}__gte": here}).values_list(attname)[rows : rows + 1]
         )
-        newest, newest_params = "NULL", ()
-        if self.lastmod is not None:
-            page = self.queryset.filter(**{f"{attname}__gte": here}).values(
-                sitemap_newest=F(self.lastmod.attname)
-            )
-            sql, newest_params = self._sql(page[:rows], alias)
-            column = quote("sitemap_newest")
-            newest = f"(SELECT MAX({column}) FROM ({sql}) {quote('sitemap_page')})"
+        most, most_params = "NULL", ()
+        if newest and self.lastmod is not None:
+            most, most_params = self._newest(here, rows)
         query = (
             f"WITH RECURSIVE {pages}({first}) AS (SELECT ({head}) UNION ALL "
             f"SELECT ({step}) FROM {pages} WHERE {pages}.{first} IS NOT NULL) "
-            f"SELECT {pages}.{first}, {newest} FROM {pages} WHERE {pages}.{first} IS NOT NULL"
+            f"SELECT {pages}.{first}, {most} FROM {pages} WHERE {pages}.{first} IS NOT NULL"
         )
-        try:
-            with connection.cursor() as cursor:
-                cursor.execute(query, (*head_params, *step_params, *newest_params))
-                found = cursor.fetchall()
-        finally:
-            done_with(alias)
-        lastmod = self.lastmod
-        return [
-            PageStart(
-                plain_key(_from_db(key, self.key, alias)),
-                None if lastmod is None else _from_db(value, lastmod, alias),
-            )
-            for key, value in found
-        ]
+        return query, (*head_params, *step_params, *most_params)
 
-    @staticmethod
-    def _sql(queryset: QuerySet[Any], alias: str) -> tuple[str, tuple[Any, ...]]:
-        sql, params = queryset.query.get_compiler(using=alias).as_sql()
+    def _newest(self, first: Any, rows: int) -> tuple[str, tuple[Any, ...]]:
+        """MAX(lastmod) over the ``rows`` rows from key ``first``: a page's newest.
+
+        The LIMIT keeps the page's rows read by key: unlimited, SQLite would answer the
+        MAX from the lastmod's index, walking it from the newest row for every page.
+        """
+        assert self.lastmod is not None
+        quote = connections[self.queryset.db].ops.quote_name
+        page = self.queryset.filter(**{f"{self.key.attname}__gte": first})
+        sql, params = self._sql(page.values(sitemap_newest=F(self.lastmod.attname))[:rows])
+        return f"(SELECT MAX({quote('sitemap_newest')}) FROM ({sql}) {quote('sitemap_page')})", params
+
+    def _walk(self, walk: NewestFirst[Any], rows: int) -> None:
+        """Feed ``walk`` (key, lastmod) newest first, until every page has its lastmod."""
+        assert self.lastmod is not None
+        lastmod = self.lastmod.attname
+        newest = (
+            self.queryset.filter(**{f"{lastmod}__isnull": False})
+            .order_by(F(lastmod).desc())
+            .values_list(self.key.attname, lastmod)[: walk_limit(len(walk.starts), rows)]
+        )
+        walked = newest.iterator(chunk_size=WALK_BATCH)
+        try:
+            walk.feed(walked)
+        finally:
+            close = getattr(walked, "close", None)  # a generator: its cursor goes now, not at exit
+            if close is not None:
+                close()
+
+    def _execute(self, query: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        with connections[self.queryset.db].cursor() as cursor:
+            cursor.execute(query, params)
+            found: list[tuple[Any, ...]] = cursor.fetchall()
+            return found
+
+    def _sql(self, queryset: QuerySet[Any]) -> tuple[str, tuple[Any, ...]]:
+        sql, params = queryset.query.get_compiler(using=self.queryset.db).as_sql()
         return sql, tuple(params)
+
+    def _key(self, value: object) -> Key:
+        return plain_key(_from_db(value, self.key, self.queryset.db))
+
+    def _lastmod(self, value: object) -> Any:
+        return None if self.lastmod is None else _from_db(value, self.lastmod, self.queryset.db)
 
     def rows(self, first: Key | None, limit: int | None) -> Iterator[Any]:
         """At most ``limit`` rows from key ``first`` on (from the first, with ``None``), in key
@@ -141,6 +191,18 @@ class KeyRanges:
             if limit is not None:
                 limit -= size
             after = self.queryset.filter(**{f"{attname}__gt": getattr(chunk[-1], attname)})
+
+
+def _indexed(model: type[Model], field: Field[Any, Any]) -> bool:
+    """Whether ``model`` declares an index led by ``field`` (``db_index``, ``unique``, or one
+    of ``Meta.indexes``, either direction): what lets the database hand rows over newest
+    first. Partial indexes (``condition=``) and expression indexes do not count."""
+    if getattr(field, "db_index", False) or field.unique or field.primary_key:
+        return True
+    for index in model._meta.indexes:
+        if index.condition is None and index.fields and index.fields[0].lstrip("-") == field.name:
+            return True
+    return False
 
 
 def model_field(model: type[Model], name: str) -> Field[Any, Any]:
