@@ -14,8 +14,8 @@ the same plan as `sitemap_middleware.sqlalchemy`'s::
     SELECT sitemap_first, (SELECT MAX(lastmod) FROM (<the page's n rows from sitemap_first>))
     FROM sitemap_pages WHERE sitemap_first IS NOT NULL
 
-and the rows of one page, read by key (``WHERE key >= first ORDER BY key LIMIT chunk``,
-then ``key > last``), never by ``OFFSET``. Tested on SQLite and PostgreSQL.
+and the rows of one page, read by key (``WHERE key >= first AND key < next ORDER BY key
+LIMIT chunk``, then ``key > last``), never by ``OFFSET``. Tested on SQLite and PostgreSQL.
 """
 
 # Every import of Django's own package is absolute: `sitemap_middleware.django` is a sibling.
@@ -174,11 +174,13 @@ class KeyRanges:
     def _lastmod(self, value: object) -> Any:
         return None if self.lastmod is None else _from_db(value, self.lastmod, self.queryset.db)
 
-    def rows(self, first: Key | None, limit: int | None) -> Iterator[Any]:
-        """At most ``limit`` rows from key ``first`` on (from the first, with ``None``), in key
-        order: one query per chunk, each seeking past the last key the one before it read."""
+    def rows(self, first: Key | None, limit: int | None, end: Key | None = None) -> Iterator[Any]:
+        """At most ``limit`` rows from key ``first`` on (from the first, with ``None``) and
+        before key ``end`` (to the last, with ``None``), in key order: one query per chunk,
+        each seeking past the last key the one before it read."""
         attname = self.key.attname
-        after = self.queryset if first is None else self.queryset.filter(**{f"{attname}__gte": first})
+        queryset = self.queryset if end is None else self.queryset.filter(**{f"{attname}__lt": end})
+        after = queryset if first is None else queryset.filter(**{f"{attname}__gte": first})
         while limit is None or limit > 0:
             size = self.chunk_size if limit is None else min(self.chunk_size, limit)
             try:
@@ -190,7 +192,7 @@ class KeyRanges:
                 return
             if limit is not None:
                 limit -= size
-            after = self.queryset.filter(**{f"{attname}__gt": getattr(chunk[-1], attname)})
+            after = queryset.filter(**{f"{attname}__gt": getattr(chunk[-1], attname)})
 
 
 def _indexed(model: type[Model], field: Field[Any, Any]) -> bool:

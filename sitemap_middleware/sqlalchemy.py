@@ -15,8 +15,10 @@
         ),
     )
 
-Page n is read as ``<statement> AND key >= :first ORDER BY key LIMIT :page_size``, from
-the first key the plan names for it, so page 200 costs what page 1 costs. The plan
+Page n is read as ``<statement> AND key >= :first AND key < :next ORDER BY key``, from
+the first key the plan names for it up to the next page's, so page 200 costs what page 1
+costs, and a row inserted inside a planned range shows on its page at once (within one
+file's limits; past them the section is planned again: `Engine.page`). The plan
 (`Keyset.pages`) is one query: a recursive CTE that steps from each page's first key to
 the next (``LIMIT 1 OFFSET :page_size`` from a key: the key's index is read once, end to
 end), and takes ``MAX(lastmod)`` over exactly each page's rows, so the index carries true
@@ -107,9 +109,12 @@ class _Keyset:
         # One ORM entity (select(Product)): entry gets the object, not a one-element row.
         self._scalars = _one_entity(statement)
 
-    def _page(self, first: Key, limit: int) -> Statement:
-        """``WHERE key >= :first ORDER BY key LIMIT :limit``: the rows of one page."""
-        statement = self._statement.where(self._key >= self._decode(first)).order_by(self._key).limit(limit)
+    def _page(self, first: Key, limit: int, end: Key | None) -> Statement:
+        """``WHERE key >= :first AND key < :end ORDER BY key LIMIT :limit``: one page's rows."""
+        statement = self._statement.where(self._key >= self._decode(first))
+        if end is not None:
+            statement = statement.where(self._key < self._decode(end))
+        statement = statement.order_by(self._key).limit(limit)
         if "yield_per" in statement.get_execution_options():
             return statement
         return statement.execution_options(yield_per=YIELD_PER)
@@ -207,8 +212,8 @@ class Keyset(_Keyset):
                 walk.found.update(zip(batch, session.execute(statement).one(), strict=True))
             return self._walked(firsts, walk)
 
-    def entries(self, first: Key, limit: int) -> Iterator[object]:
-        return self._read(self._page(first, limit))
+    def entries(self, first: Key, limit: int, end: Key | None = None) -> Iterator[object]:
+        return self._read(self._page(first, limit, end))
 
     def _read(self, statement: Statement) -> Iterator[object]:
         # The session is opened and closed in this frame: a generator closed before it
@@ -256,9 +261,9 @@ class AsyncKeyset(_Keyset):
                 walk.found.update(zip(batch, found, strict=True))
             return self._walked(firsts, walk)
 
-    async def entries(self, first: Key, limit: int) -> AsyncIterator[object]:
+    async def entries(self, first: Key, limit: int, end: Key | None = None) -> AsyncIterator[object]:
         async with self._sessions() as session:
-            result = await session.stream(self._page(first, limit))
+            result = await session.stream(self._page(first, limit, end))
             try:
                 rows = result.scalars() if self._scalars else result
                 async for row in rows:
