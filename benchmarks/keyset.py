@@ -4,7 +4,7 @@
 
 The catalogue (``product``: ``id INTEGER PRIMARY KEY``, ``slug``, ``updated_at``, and an
 index on ``updated_at``, as a site adds for the keysets' newest-first walk) is built once
-and kept in ``~/.cache/sitemap-middleware-bench/`` (10M rows, about 600 MB; ``--quick`` uses
+and kept in ``~/.cache/sitemap-middleware-bench/`` (10M rows, about 700 MB; ``--quick`` uses
 1M). Pages of 50,000 URLs, so 200 files at 10M. Each contender runs in a fresh
 subprocess (its own ``VmHWM``, the kernel's peak RSS) and is asked, in-process, with
 identity encoding: the index (cold, then again), then pages 1, 2, a quarter, half, three
