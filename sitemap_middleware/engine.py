@@ -23,12 +23,22 @@ import time
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass
+from functools import partial
 
 from .concurrency.deadlines import beat
 from .errors import EntryError, MeasureLimitError, ProviderError
 from .protocol.entries import Normaliser, w3c_datetime
 from .protocol.hreflang import Localised
-from .protocol.render import MAX_BYTES, MAX_NEWS, MAX_SITEMAPS, IndexEntry, Limits, PageWriter, render_index
+from .protocol.render import (
+    MAX_BYTES,
+    MAX_NEWS,
+    MAX_SITEMAPS,
+    MAX_URLS,
+    IndexEntry,
+    Limits,
+    PageWriter,
+    render_index,
+)
 from .protocol.uris import Site
 from .protocol.xmltext import escape
 from .providers import AsyncRunner, Batches, Section, resolve
@@ -160,7 +170,12 @@ class Engine:
                 self._normalisers[prefix] = normaliser
         return normaliser
 
-    def _writer(self, section: Section, prefix: str, *, quiet: bool = False) -> PageWriter:
+    def _writer(
+        self, section: Section, prefix: str, *, quiet: bool = False, max_urls: int | None = None
+    ) -> PageWriter:
+        """A page's writer: at most ``max_urls`` URLs (the section's ``page_size`` unless said)."""
+        urls = section.page_size if max_urls is None else max_urls
+
         def skip(error: EntryError, raw: object) -> None:
             if self._strict:
                 raise error
@@ -175,7 +190,7 @@ class Engine:
         if not declared.names:
             return PageWriter(
                 self._normaliser(prefix),
-                limits=Limits(max_urls=section.page_size, max_bytes=self._max_bytes),
+                limits=Limits(max_urls=urls, max_bytes=self._max_bytes),
                 on_skip=skip,
             )
 
@@ -191,7 +206,7 @@ class Engine:
         max_news = MAX_NEWS if "news" in declared.names else None
         return PageWriter(
             normaliser,
-            limits=Limits(max_urls=section.page_size, max_bytes=self._max_bytes, max_news=max_news),
+            limits=Limits(max_urls=urls, max_bytes=self._max_bytes, max_news=max_news),
             on_skip=skip,
             head=declared.head,
         )
@@ -357,17 +372,31 @@ class Engine:
         *,
         prefix: str = "",
         window: int | None = None,
+        end: Key | None = None,
     ) -> Iterator[bytes] | None:
         """The page that starts at raw position ``start``, as a stream; ``None`` if it is empty.
 
         With ``window``, the page is exactly that many raw entries (a counted section).
-        The first chunk is produced before returning, so a missing page is known
-        before any header is sent, and a provider that fails at once fails here.
+        A paged section's page whose source reads key ranges (`Provider.ranged`) is instead
+        every entry from key ``start`` to the next page's first key, ``end`` (``None``: the
+        last page), within one file's limits (`_outgrown`). The first chunk is produced
+        before returning, so a missing page is known before any header is sent, and a
+        provider that fails at once fails here.
         """
-        writer = self._writer(section, prefix)
-        batches = _pull(section, start, run_async, window, base_url=self.site.root)
-        # In a fixed window the count cannot overflow, so a full writer means bytes did.
-        on_full = None if window is None else lambda: self._overflow(section, start, writer)
+        ranged = window is not None and section.paged and section.provider.ranged
+        # A key range may have grown past page_size since its plan: it is held to the
+        # protocol's limits instead (sitemaps.org: 50,000 URLs and max_page_bytes per file).
+        writer = self._writer(section, prefix, max_urls=MAX_URLS if ranged else None)
+        if ranged:
+            assert window is not None
+            # One entry past what a file holds, so a range that outgrew it is known.
+            limit = MAX_URLS + 1
+            batches = _pull(section, start, run_async, limit, base_url=self.site.root, end=end)
+            on_full: Callable[[], None] | None = partial(self._outgrown, section, start, window, writer)
+        else:
+            batches = _pull(section, start, run_async, window, base_url=self.site.root)
+            # In a fixed window the count cannot overflow, so a full writer means bytes did.
+            on_full = None if window is None else lambda: self._overflow(section, start, writer)
         stream = _write_page(writer, batches, on_full=on_full)
         try:
             first = next(stream, None)
@@ -399,6 +428,30 @@ class Engine:
         if count is not None:
             self._distrusted[section.name] = count
         self._mismatch(section, f"{_window_text(start, window)} holds no valid entry")
+
+    def _outgrown(self, section: Section, start: Key, window: int, writer: PageWriter) -> None:
+        """A key range that holds more than one file: served up to the file's limits, its
+        section planned again at the next request.
+
+        Rows inserted inside a planned range are read with it, so page n grows rather than
+        push its last rows out of sight, onto no page, until the next plan. Up to a file's
+        limits (50,000 URLs, ``max_page_bytes``) the page simply holds them all, and the plan
+        stands: replanning after each insert would read the whole key index every time. A
+        range that outgrew a file cannot be served whole: its plan is what must go, as for a
+        page found empty (`_empty_window`), and the next request plans pages that fit. A
+        planned page of ``window`` rows that does not fit a file by itself is no growth:
+        that is ``page_size`` set too high for the bytes (`_overflow`).
+        """
+        if writer.consumed < window:
+            self._overflow(section, start, writer)
+            return
+        problem = (
+            f"the page from {_where(start)} holds more than one file (rows added since the plan?): "
+            f"its first {writer.count:,} URLs are served"
+        )
+        logger.warning("sitemap section %r: %s; planning its pages again", section.name, problem)
+        if self._on_mismatch is not None:
+            self._on_mismatch(section.name, problem)
 
     def _overflow(self, section: Section, start: Key, writer: PageWriter) -> None:
         """A fixed window held more bytes than a file may: its tail cannot be served."""
@@ -464,10 +517,16 @@ def _where(start: Key) -> str:
 
 
 def _pull(
-    section: Section, start: Key, run_async: AsyncRunner, limit: int | None = None, *, base_url: str
+    section: Section,
+    start: Key,
+    run_async: AsyncRunner,
+    limit: int | None = None,
+    *,
+    base_url: str,
+    end: Key | None = None,
 ) -> Batches:
     """The provider's batches, with anything it raises turned into a `ProviderError`."""
-    batches = section.batches(start, run_async, limit, base_url=base_url)
+    batches = section.batches(start, run_async, limit, base_url=base_url, end=end)
     try:
         while True:
             try:

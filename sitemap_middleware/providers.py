@@ -178,12 +178,13 @@ class Provider:
     name: str
     call: Call
     source: PagedSource | None = None
+    ranged: bool = False  # a paged source whose entries() takes ``end``: it reads whole key ranges
 
     @classmethod
     def wrap(cls, name: str, func: ProviderFunc | PagedSource) -> Provider:
         """Check ``func``'s signature (a `ConfigurationError` if we could never call it)."""
         if isinstance(func, PagedSource) and not callable(func):
-            return cls(name, Call(func.entries), func)
+            return cls(name, Call(func.entries), func, _takes_end(func.entries))
         assert callable(func)
         return cls(name, Call.of(func, offered=OFFERED_KEYWORDS, what=f"provider for {name!r}"))
 
@@ -192,10 +193,16 @@ class Provider:
         return self.call.accepts >= WINDOW_KEYWORDS
 
     def batches(
-        self, start: Key, run_async: AsyncRunner, limit: int | None = None, *, base_url: str = ""
+        self,
+        start: Key,
+        run_async: AsyncRunner,
+        limit: int | None = None,
+        *,
+        base_url: str = "",
+        end: Key | None = None,
     ) -> Batches:
         """At most ``limit`` entries from ``start`` on, in growing batches: a raw position,
-        or a paged source's key.
+        or a paged source's key (and a `ranged` one's keys stop before ``end``).
 
         Closing the returned generator closes the provider's iterator too, so database
         cursors are released when a client goes away mid-page.
@@ -203,7 +210,10 @@ class Provider:
         skip = 0  # entries to pass over first (a provider that is neither windowed nor paged)
         if self.source is not None:
             # A page of a paged source is never more than 50,000 entries.
-            result = self._resolve(run_async, partial(self.source.entries, start, limit or MAX_URLS))
+            entries: Callable[..., object] = self.source.entries
+            if self.ranged:
+                entries = partial(entries, end=end)
+            result = self._resolve(run_async, partial(entries, start, limit or MAX_URLS))
         elif self.windowed:
             result = self._call(run_async, base_url=base_url, offset=start, limit=limit)
         else:
@@ -236,6 +246,16 @@ class Provider:
             f"provider {self.name!r} returned {type(result).__name__}; expected an iterable, "
             "async iterable or sequence of entries (a Url, a str loc or a mapping)"
         )
+
+
+def _takes_end(entries: Callable[..., object]) -> bool:
+    """Whether a paged source's ``entries`` can be given ``end`` by keyword (`sources.PagedSource`)."""
+    try:
+        parameters = inspect.signature(entries).parameters
+    except (TypeError, ValueError):
+        return False
+    named = parameters.get("end")
+    return named is not None and named.kind in _KEYWORD_KINDS
 
 
 def resolve(value: object, run_async: AsyncRunner) -> object:
@@ -347,7 +367,13 @@ class Section:
         return self.provider.source is not None
 
     def batches(
-        self, start: Key, run_async: AsyncRunner, limit: int | None = None, *, base_url: str = ""
+        self,
+        start: Key,
+        run_async: AsyncRunner,
+        limit: int | None = None,
+        *,
+        base_url: str = "",
+        end: Key | None = None,
     ) -> Batches:
         """The provider's batches from position ``start``, as the section's pages count them.
 
@@ -355,7 +381,7 @@ class Section:
         position ``n * languages + k`` (`localised`).
         """
         if self.extensions.languages is None:
-            return self.provider.batches(start, run_async, limit, base_url=base_url)
+            return self.provider.batches(start, run_async, limit, base_url=base_url, end=end)
         per_entry = self.extensions.urls_per_entry
         assert isinstance(start, int)  # a paged source takes no languages (add_provider refuses it)
         first, skip = divmod(start, per_entry)

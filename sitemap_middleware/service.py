@@ -264,7 +264,9 @@ class Service:
         if plan.pages < number:
             return None
         start = plan.starts[number - 1]
-        return self.engine.page(section, start, run_async, prefix=prefix, window=plan.window)
+        # A paged source's page reads up to the next page's first key (`Engine.page`).
+        end = plan.starts[number] if section.paged and number < plan.pages else None
+        return self.engine.page(section, start, run_async, prefix=prefix, window=plan.window, end=end)
 
     def _recording(
         self, resource: Resource, request: Request, chunks: Iterator[bytes], flight: Flight, *, gzip_out: bool

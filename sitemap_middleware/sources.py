@@ -7,19 +7,25 @@ answers both questions itself, with one cheap query each, over an ordered unique
 
     class Products:
         def pages(self, page_size: int):
-            # One row per page, in key order: its first key and its newest lastmod.
-            # SELECT MIN(id), MAX(updated_at) FROM (SELECT id, updated_at,
-            #   (ROW_NUMBER() OVER (ORDER BY id) - 1) / :page_size AS page FROM product)
-            # GROUP BY page ORDER BY page
+            # One row per page, in key order: its first key and its newest lastmod,
+            # e.g. by seeking page_size keys on from each first key (a recursive CTE of
+            # "WHERE id >= :first ORDER BY id LIMIT 1 OFFSET :page_size", as
+            # sitemap_middleware.sqlalchemy.keyset does), then MAX(updated_at) per range.
             return [PageStart(first, lastmod) for first, lastmod in db.execute(...)]
 
-        def entries(self, first, limit: int):
-            # SELECT ... FROM product WHERE id >= :first ORDER BY id LIMIT :limit
+        def entries(self, first, limit: int, end=None):
+            # SELECT ... FROM product WHERE id >= :first AND id < :end ORDER BY id LIMIT :limit
             return (Url(f"/p/{row.slug}", lastmod=row.updated_at) for row in db.execute(...))
 
     sitemaps.add_provider("products", Products())
 
-Either method may be ``async`` (or return an async iterable). A source whose entries carry
+``end``, when ``entries`` takes it, is the next page's first key (``None`` on the last
+page): the page is the whole key range, read up to one file's limits (``limit`` is then
+50,001), so a row inserted inside a planned range shows on its page at once. A range that
+grew past what one file holds is served up to it and its section planned again at the
+next request. Without ``end``, a page is its first ``limit`` (``page_size``) rows, and a
+row inserted inside a range pushes that range's last row out of sight until the next
+plan. Either method may be ``async`` (or return an async iterable). A source whose entries carry
 extensions may say so with an ``extensions`` attribute (``("alternates",)``), which
 `Sitemaps.add_provider` reads when it is given none. Keys are ints, strings or
 floats, so a section's plan can be stored in any cache store. The index lists exactly
@@ -58,5 +64,6 @@ class PagedSource(Protocol):
     def entries(
         self, first: Key, limit: int
     ) -> Iterable[object] | AsyncIterable[object] | Awaitable[Iterable[object]]:
-        """At most ``limit`` entries from key ``first`` on, in key order."""
+        """At most ``limit`` entries from key ``first`` on, in key order (and before key
+        ``end``, when the method takes that keyword: see the module)."""
         ...

@@ -15,13 +15,23 @@
         ),
     )
 
-Page n is read as ``<statement> AND key >= :first ORDER BY key LIMIT :page_size``, from
-the first key the plan names for it, so page 200 costs what page 1 costs. The plan
+Page n is read as ``<statement> AND key >= :first AND key < :next ORDER BY key``, from
+the first key the plan names for it up to the next page's, so page 200 costs what page 1
+costs, and a row inserted inside a planned range shows on its page at once (within one
+file's limits; past them the section is planned again: `Engine.page`). The plan
 (`Keyset.pages`) is one query: a recursive CTE that steps from each page's first key to
 the next (``LIMIT 1 OFFSET :page_size`` from a key: the key's index is read once, end to
 end), and takes ``MAX(lastmod)`` over exactly each page's rows, so the index carries true
 lastmods and no row reaches Python. It is kept in the cache store and reused by every
 page until the section is invalidated (with ``Sitemaps(cache=None)``: run per request).
+
+That MAX reads every row's lastmod: 2 of the 2.5 s a 10M-row plan took in SQLite. When the
+``Table`` declares an index led by the lastmod column (``Column(..., index=True)`` or an
+``Index``, created in the database too) and the key is an integer, the plan reads rows
+newest first over that index instead, until every page has its newest
+(`sitemap_middleware.newest`: 0.2 s at 10M rows), and takes MAX only for the pages that
+walk leaves (lastmods that rise with the key, a page never updated). Without the index
+the lastmods are the same, read the slower way.
 
 ``entry`` gets each row as SQLAlchemy returns it: a ``Row`` (attribute access by column
 name), or the mapped object when the statement selects one ORM entity
@@ -46,13 +56,14 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, overload
 
-from sqlalchemy import Select, func, inspect, select
+from sqlalchemy import Select, Table, UniqueConstraint, func, inspect, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 from sqlalchemy.orm import sessionmaker
 from sqlalchemy.sql.elements import ColumnElement
 
 from sitemap_middleware.errors import ConfigurationError
+from sitemap_middleware.newest import WALK_BATCH, NewestFirst, walk_limit
 from sitemap_middleware.sources import Key, PageStart
 
 __all__ = ["AsyncKeyset", "Keyset", "keyset"]
@@ -86,8 +97,11 @@ class _Keyset:
             raise ConfigurationError(f"keyset's entry must be callable, not {type(entry).__name__}")
         key_type = _column(key, "key").type
         self._encode, self._decode = _codec(key_type.python_type, key_type)
-        if lastmod is not None:
-            _column(lastmod, "lastmod")
+        # Newest first over the lastmod's index (`sitemap_middleware.newest`): only where the
+        # table declares one, and for integer keys, whose order Python shares.
+        self._walks = (
+            lastmod is not None and key_type.python_type is int and _indexed(_column(lastmod, "lastmod"))
+        )
         self._statement = statement.order_by(None)
         self._key = key
         self._lastmod = lastmod
@@ -95,15 +109,18 @@ class _Keyset:
         # One ORM entity (select(Product)): entry gets the object, not a one-element row.
         self._scalars = _one_entity(statement)
 
-    def _page(self, first: Key, limit: int) -> Statement:
-        """``WHERE key >= :first ORDER BY key LIMIT :limit``: the rows of one page."""
-        statement = self._statement.where(self._key >= self._decode(first)).order_by(self._key).limit(limit)
+    def _page(self, first: Key, limit: int, end: Key | None) -> Statement:
+        """``WHERE key >= :first AND key < :end ORDER BY key LIMIT :limit``: one page's rows."""
+        statement = self._statement.where(self._key >= self._decode(first))
+        if end is not None:
+            statement = statement.where(self._key < self._decode(end))
+        statement = statement.order_by(self._key).limit(limit)
         if "yield_per" in statement.get_execution_options():
             return statement
         return statement.execution_options(yield_per=YIELD_PER)
 
-    def _plan(self, page_size: int) -> Statement:
-        """Every page's first key and newest lastmod, in key order, in one statement.
+    def _plan(self, page_size: int, *, newest: bool = True) -> Statement:
+        """Every page's first key and (with ``newest``) newest lastmod, in key order, in one statement.
 
         A recursive CTE seeks from each page's first key to the next one ``page_size`` keys
         on (the key's index is read once, end to end); a page's lastmod is the MAX over
@@ -117,17 +134,48 @@ class _Keyset:
         following = keys.where(key >= starts.c.first).offset(page_size).scalar_subquery()
         starts = starts.union_all(select(following).where(starts.c.first.is_not(None)))
         columns: list[Any] = [starts.c.first]
-        if self._lastmod is not None:
-            page = (
-                self._statement.with_only_columns(self._lastmod.label("lastmod"), maintain_column_froms=True)
-                .where(key >= starts.c.first)
-                .order_by(key)
-                .limit(page_size)
-                .correlate(starts)
-                .subquery()
-            )
-            columns.append(select(func.max(page.c.lastmod)).scalar_subquery())
+        if newest and self._lastmod is not None:
+            columns.append(self._newest(starts.c.first, page_size, starts))
         return select(*columns).where(starts.c.first.is_not(None))
+
+    def _newest(self, first: Any, page_size: int, outer: Any = None) -> Any:
+        """MAX(lastmod) over the ``page_size`` rows from key ``first``: a page's newest.
+
+        The LIMIT keeps the page's rows read by key: unlimited, SQLite would answer the
+        MAX from the lastmod's index, walking it from the newest row for every page.
+        """
+        lastmod: Any = self._lastmod
+        page = (
+            self._statement.with_only_columns(lastmod.label("lastmod"), maintain_column_froms=True)
+            .where(self._key >= first)
+            .order_by(self._key)
+            .limit(page_size)
+        )
+        if outer is not None:  # ``first`` is a column of the plan's CTE
+            page = page.correlate(outer)
+        return select(func.max(page.subquery().c.lastmod)).scalar_subquery()
+
+    def _walk(self, pages: int, page_size: int) -> Statement:
+        """(key, lastmod), newest first, NULL lastmods left out: `sitemap_middleware.newest`."""
+        lastmod: Any = self._lastmod
+        return (
+            self._statement.with_only_columns(self._key, lastmod, maintain_column_froms=True)
+            .where(lastmod.is_not(None))
+            .order_by(lastmod.desc())
+            .limit(walk_limit(pages, page_size))
+            .execution_options(yield_per=WALK_BATCH)
+        )
+
+    def _leftover(self, walk: NewestFirst[Any], page_size: int) -> Iterator[tuple[list[int], Statement]]:
+        """The pages a walk left without a lastmod, a batch at a time, and the MAX of each."""
+        for batch in walk.missing():
+            newest = [
+                self._newest(walk.starts[page], page_size).label(f"p{n}") for n, page in enumerate(batch)
+            ]
+            yield batch, select(*newest)
+
+    def _walked(self, firsts: list[Any], walk: NewestFirst[Any]) -> list[PageStart]:
+        return [PageStart(self._encode(first), walk.found.get(n)) for n, first in enumerate(firsts)]
 
     def _starts(self, rows: Any) -> list[PageStart]:
         return [PageStart(self._encode(row[0]), row[1] if len(row) > 1 else None) for row in rows]
@@ -150,10 +198,22 @@ class Keyset(_Keyset):
 
     def pages(self, page_size: int) -> list[PageStart]:
         with self._sessions() as session:
-            return self._starts(session.execute(self._plan(page_size)).all())
+            if not self._walks:
+                return self._starts(session.execute(self._plan(page_size)).all())
+            firsts = list(session.scalars(self._plan(page_size, newest=False)))
+            walk: NewestFirst[Any] = NewestFirst(firsts)
+            if firsts:
+                result = session.execute(self._walk(len(firsts), page_size))
+                try:
+                    walk.feed((key, lastmod) for key, lastmod in result)
+                finally:
+                    result.close()
+            for batch, statement in self._leftover(walk, page_size):
+                walk.found.update(zip(batch, session.execute(statement).one(), strict=True))
+            return self._walked(firsts, walk)
 
-    def entries(self, first: Key, limit: int) -> Iterator[object]:
-        return self._read(self._page(first, limit))
+    def entries(self, first: Key, limit: int, end: Key | None = None) -> Iterator[object]:
+        return self._read(self._page(first, limit, end))
 
     def _read(self, statement: Statement) -> Iterator[object]:
         # The session is opened and closed in this frame: a generator closed before it
@@ -185,11 +245,25 @@ class AsyncKeyset(_Keyset):
 
     async def pages(self, page_size: int) -> list[PageStart]:
         async with self._sessions() as session:
-            return self._starts((await session.execute(self._plan(page_size))).all())
+            if not self._walks:
+                return self._starts((await session.execute(self._plan(page_size))).all())
+            firsts = list(await session.scalars(self._plan(page_size, newest=False)))
+            walk: NewestFirst[Any] = NewestFirst(firsts)
+            if firsts:
+                result = await session.stream(self._walk(len(firsts), page_size))
+                try:
+                    while (rows := await result.fetchmany(WALK_BATCH)) and not walk.feed(rows):
+                        pass
+                finally:
+                    await result.close()
+            for batch, statement in self._leftover(walk, page_size):
+                found = (await session.execute(statement)).one()
+                walk.found.update(zip(batch, found, strict=True))
+            return self._walked(firsts, walk)
 
-    async def entries(self, first: Key, limit: int) -> AsyncIterator[object]:
+    async def entries(self, first: Key, limit: int, end: Key | None = None) -> AsyncIterator[object]:
         async with self._sessions() as session:
-            result = await session.stream(self._page(first, limit))
+            result = await session.stream(self._page(first, limit, end))
             try:
                 rows = result.scalars() if self._scalars else result
                 async for row in rows:
@@ -239,7 +313,8 @@ def keyset(
     - ``entry``: turns one row (or the mapped object of a one-entity statement) into an
       entry: a `Url`, a loc string or a mapping.
     - ``lastmod``: a column (or expression) whose newest value on a page is that page's
-      ``<lastmod>`` in the index; without it the index lists no lastmod.
+      ``<lastmod>`` in the index; without it the index lists no lastmod. Index that
+      column (``index=True``, in the database too) to plan 10M rows in 0.2 s rather than 2.5.
     """
     if isinstance(bind, AsyncEngine | async_sessionmaker):
         return AsyncKeyset(bind, statement, key=key, entry=entry, lastmod=lastmod)
@@ -256,6 +331,25 @@ def _column(value: object, what: str) -> ColumnElement[Any]:
     if not isinstance(element, ColumnElement):
         raise ConfigurationError(f"keyset's {what} must be a column or mapped attribute, not {value!r}")
     return element
+
+
+def _indexed(column: ColumnElement[Any]) -> bool:
+    """Whether ``column``'s table declares an index led by it (``index=True``, an ``Index``,
+    unique): what lets the database hand rows over newest first. Partial indexes do not count."""
+    table = getattr(column, "table", None)
+    if not isinstance(table, Table):
+        return False  # an expression, or a column of a subquery
+    name = getattr(column, "name", None)
+    if getattr(column, "unique", False) or getattr(column, "index", False):
+        return True
+    for index in table.indexes:
+        partial = any(options.get("where") is not None for options in index.dialect_options.values())
+        if not partial and [c.name for c in index.columns][:1] == [name]:
+            return True
+    return any(
+        isinstance(constraint, UniqueConstraint) and [c.name for c in constraint.columns][:1] == [name]
+        for constraint in table.constraints
+    )
 
 
 def _codec(python_type: type, key_type: object) -> tuple[Callable[[Any], Key], Callable[[Key], Any]]:

@@ -8,6 +8,7 @@ runs in the adapter's worker threads.
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -155,18 +156,35 @@ def test_rows_whose_unique_key_is_null_have_no_place_and_are_left_out(database):
     assert served(source, "A", 10) == ["A", "B"]
 
 
-def test_pages_is_one_query_and_a_page_seeks_by_key_without_offset(database):
+def test_the_plan_seeks_each_page_start_by_key_and_offsets_only_within_that_seek(database):
     add_products(database, GAPPY)
-    source = keyset(Product.objects.using(database), chunk_size=2)
+    source = keyset(Product.objects.using(database))
     with CaptureQueriesContext(connections[database]) as planned:
         pages = source.pages(4)
-    assert len(planned) == 1
+    assert [page.first for page in pages] == [3, 21, 144]
+    [query] = planned.captured_queries  # one query, whatever the number of pages
+    sql = " ".join(query["sql"].upper().split())
+    assert "ROW_NUMBER" not in sql and "OVER" not in sql  # no row is numbered
+    assert sql.startswith('WITH RECURSIVE "SITEMAP_PAGES"'), sql
+    # The one OFFSET is the step from a page's first key to the next: LIMIT 1, page_size keys on.
+    assert re.findall(r"LIMIT (\d+) OFFSET (\d+)", sql) == [("1", "4")], sql
+    assert sql.count("OFFSET") == 1
+    seek = '"DJANGOSITE_PRODUCT"."ID" >= ("SITEMAP_PAGES"."SITEMAP_FIRST")'
+    assert sql.count(seek) == 2, sql  # the step, and the page whose newest lastmod is taken
+
+
+def test_a_page_seeks_by_key_and_skips_no_row_with_offset(database):
+    add_products(database, GAPPY)
+    source = keyset(Product.objects.using(database), chunk_size=2)
+    pages = source.pages(4)
     with CaptureQueriesContext(connections[database]) as read:
         assert len(served(source, pages[1].first, 4)) == 4
-    assert len(read) == 2  # two chunks of two rows
-    for query in read.captured_queries:
-        sql = query["sql"].upper()
-        assert "OFFSET" not in sql and "ORDER BY" in sql and ">" in sql, sql
+    first, second = (" ".join(query["sql"].upper().split()) for query in read.captured_queries)
+    assert re.search(r'"DJANGOSITE_PRODUCT"\."ID" >= 21\b', first), first  # from the page's first key
+    assert re.search(r'"DJANGOSITE_PRODUCT"\."ID" > 34\b', second), second  # past the chunk's last
+    for sql in (first, second):
+        assert "OFFSET" not in sql, sql
+        assert re.search(r'ORDER BY "DJANGOSITE_PRODUCT"\."ID" ASC LIMIT 2$', sql), sql
 
 
 def test_the_orm_runs_in_worker_threads_under_asgi_never_on_the_event_loop(make_client, database):

@@ -36,6 +36,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 from sitemap_middleware import ConfigurationError, Sitemaps, Url
+from sitemap_middleware.protocol.render import MAX_URLS
 from sitemap_middleware.sources import PagedSource
 from sitemap_middleware.sqlalchemy import AsyncKeyset, Keyset, keyset
 
@@ -215,10 +216,26 @@ def test_a_page_is_one_seek_by_key_without_offset(make_client, engine):
     statements = recorded_statements(engine)
     assert client.get("/sitemap-products-5.xml").status == 200
     [(sql, parameters)] = statements  # the plan is not asked again
-    assert "product.id >= ?" in sql and "ORDER BY product.id" in sql
+    assert "product.id >= ? AND product.id < ?" in sql and "ORDER BY product.id" in sql
     # SQLite's dialect always writes an OFFSET after a LIMIT: here it skips no row.
     assert sql.endswith("LIMIT ? OFFSET ?")
-    assert tuple(parameters) == (pages[4][0]["id"], PAGE, 0)
+    # From the page's first key to the next page's, at most one file's URLs and one more.
+    assert tuple(parameters) == (pages[4][0]["id"], pages[5][0]["id"], MAX_URLS + 1, 0)
+
+
+def test_the_plan_seeks_each_page_start_by_key_and_offsets_only_within_that_seek(make_client, engine):
+    statements = recorded_statements(engine)
+    sitemaps = Sitemaps(base_url=BASE)
+    sitemaps.add_provider("products", products_source(engine), page_size=PAGE)
+    validate(make_client(sitemaps).get("/sitemap-index.xml").body)
+    [(sql, parameters)] = statements
+    flat = " ".join(sql.split())
+    assert "row_number" not in flat.lower() and flat.startswith("WITH RECURSIVE sitemap_pages")
+    # LIMIT ? OFFSET ? three times: the first key (offset 0), the step from a page's first key
+    # to the next (LIMIT 1, page_size keys on), and a page's rows for its MAX (offset 0).
+    assert flat.count("OFFSET") == 3 and flat.count("product.id >= sitemap_pages.first") == 2
+    limits = [value for value in parameters if isinstance(value, int)]
+    assert limits == [1, 0, 1, PAGE, PAGE, 0], limits
 
 
 def test_the_plan_is_one_query(make_client, engine):

@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async
 from sqlalchemy.pool import NullPool
 
 from sitemap_middleware import Sitemaps
+from sitemap_middleware.protocol.render import MAX_URLS
 from sitemap_middleware.sqlalchemy import keyset
 
 from .conftest import BASE, plain_asgi_app
@@ -106,10 +107,23 @@ def test_the_sql_for_page_n_seeks_by_key_and_skips_no_row_with_offset(make_clien
     seek = re.search(r"product\.id >= %\((\w+)\)s", flat)
     assert seek is not None, flat
     assert parameters[seek.group(1)] == pages[number - 1][0]["id"]  # from the page's first key
+    end = re.search(r"product\.id < %\((\w+)\)s", flat)  # to the next page's (none: the last)
+    assert (end and parameters[end.group(1)]) == (pages[number][0]["id"] if number < len(pages) else None)
     limit = re.search(r"ORDER BY product\.id LIMIT %\((\w+)\)s", flat)
     assert limit is not None, flat
-    assert parameters[limit.group(1)] == PAGE
+    assert parameters[limit.group(1)] == MAX_URLS + 1  # one file's URLs, and one to see a range outgrow it
     assert "OFFSET" not in flat.upper()
+
+
+def test_the_plan_on_postgres_seeks_each_page_start_by_key_and_offsets_only_within_that_seek(engine):
+    statements = recorded_statements(engine)
+    products_source(engine).pages(PAGE)
+    [(sql, parameters)] = statements
+    flat = " ".join(sql.split())
+    assert "row_number" not in flat.lower() and flat.startswith("WITH RECURSIVE sitemap_pages")
+    [offset] = re.findall(r"LIMIT %\((\w+)\)s(?:::INTEGER)? OFFSET %\((\w+)\)s", flat)  # the step
+    assert (parameters[offset[0]], parameters[offset[1]]) == (1, PAGE)
+    assert flat.count("OFFSET") == 1 and flat.count("product.id >= sitemap_pages.first") == 2
 
 
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])

@@ -1,5 +1,6 @@
 """Models with the key and lastmod shapes a keyset meets: an int pk, a UUID pk, a unique
-string, a unique key that may be NULL, a datetime lastmod and a date one."""
+string, a unique key that may be NULL, a datetime lastmod and a date one, and a lastmod
+that may be NULL, with and without an index on it."""
 
 from __future__ import annotations
 
@@ -26,3 +27,26 @@ class Article(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("article", args=[self.slug])  # inside i18n_patterns: /<language>/a/<slug>/
+
+
+class Stamped(models.Model):
+    """An int key and a lastmod that may be NULL, not indexed: each page's newest is its MAX."""
+
+    updated_at = models.DateTimeField(null=True)
+    published = models.BooleanField(default=True)
+
+    def get_absolute_url(self) -> str:
+        return f"/s/{self.pk}/"
+
+
+class IndexedStamped(models.Model):
+    """The same, with the index on its lastmod a site adds (``Meta.indexes``): read newest first."""
+
+    updated_at = models.DateTimeField(null=True)
+    published = models.BooleanField(default=True)
+
+    class Meta:
+        indexes = (models.Index(fields=["-updated_at"], name="indexed_stamped_newest"),)
+
+    def get_absolute_url(self) -> str:
+        return f"/s/{self.pk}/"
