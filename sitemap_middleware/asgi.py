@@ -5,8 +5,9 @@
 
 Answers come from the shared `gateway.Gateway`; a cold one is a `flow.Flow` whose steps
 this adapter performs: blocking work in worker threads (sync providers and rendering
-never block the event loop; async providers are handed back to it), waiting for
-another request's render on the loop. Non-``http`` scopes and paths we do not own reach
+never block the event loop; async providers are handed back to it), calls to a store
+that waits on the network (Redis) in threads of their own, waiting for another
+request's render on the loop. Non-``http`` scopes and paths we do not own reach
 the app untouched.
 """
 
@@ -24,7 +25,7 @@ from anyio.lowlevel import RunVar
 from .concurrency.offload import Capacity, Slot, ThreadCalls, in_thread, on_loop, raise_unwrapped, wait_for
 from .config import check_count, check_timeout
 from .errors import ProviderError
-from .flow import AppAnswer, Busy, FetchApp, Offload, Step, Wait, run_async
+from .flow import AppAnswer, Busy, Call, FetchApp, Offload, Step, Wait, run_async
 from .gateway import Configured
 from .web.replies import Reply
 from .web.rules import mount_prefix
@@ -38,6 +39,10 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 __all__ = ["ASGIApp", "SitemapASGIMiddleware"]
 
 _DONE = object()
+# Threads per event loop for calls to a store that waits on the network (`flow.Call`):
+# apart from render threads (a hit never queues behind renders) and from anyio's default
+# pool (a silent Redis never takes the threads of the app's own sync endpoints).
+STORE_THREADS = 16
 
 
 class SitemapASGIMiddleware:
@@ -129,7 +134,8 @@ class SitemapASGIMiddleware:
             return self._capacities.get()
         except LookupError:
             threads = anyio.CapacityLimiter(self._render_threads)
-            capacity = Capacity(threads, anyio.Semaphore(self._max_renders))
+            calls = anyio.CapacityLimiter(STORE_THREADS)
+            capacity = Capacity(threads, anyio.Semaphore(self._max_renders), calls)
             self._capacities.set(capacity)
             return capacity
 
@@ -140,6 +146,8 @@ class SitemapASGIMiddleware:
             if step.render and not await slot.acquire(self._timeout):
                 raise Busy
             return await in_thread(partial(step.func, self._run_async), capacity.threads, self._timeout)
+        if isinstance(step, Call):
+            return await anyio.to_thread.run_sync(step.func, limiter=capacity.calls)
         if isinstance(step, Wait):
             return await wait_for(step)
         assert isinstance(step, FetchApp)

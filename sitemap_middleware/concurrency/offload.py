@@ -6,7 +6,7 @@ many documents are being rendered at once (a `Slot` each, held while the page st
 A deadline cuts a thread only when its provider stops making progress (`deadlines`), and
 a request waiting for another one's render waits here, on the loop, never in a thread::
 
-    capacity = Capacity(anyio.CapacityLimiter(4), anyio.Semaphore(16))
+    capacity = Capacity(anyio.CapacityLimiter(4), anyio.Semaphore(16), anyio.CapacityLimiter(16))
     slot = Slot(capacity.renders)
     if await slot.acquire(timeout):                          # False: every slot stayed busy
         reply = await in_thread(render, capacity.threads, timeout)   # TimeoutError: a stall
@@ -39,10 +39,12 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class Capacity:
-    """Per event loop: threads rendering at once, and documents being rendered at once."""
+    """Per event loop: threads rendering at once, documents being rendered at once, and
+    threads calling a store that waits on the network (`flow.Call`)."""
 
     threads: anyio.CapacityLimiter
     renders: anyio.Semaphore
+    calls: anyio.CapacityLimiter
 
 
 class Slot:
