@@ -5,8 +5,9 @@
 
 Answers come from the shared `gateway.Gateway`; a cold one is a `flow.Flow` whose steps
 this adapter performs: blocking work in worker threads (sync providers and rendering
-never block the event loop; async providers are handed back to it), waiting for
-another request's render on the loop. Non-``http`` scopes and paths we do not own reach
+never block the event loop; async providers are handed back to it), calls to a store
+that waits on the network (Redis) in threads of their own, waiting for another
+request's render on the loop. Non-``http`` scopes and paths we do not own reach
 the app untouched.
 """
 
@@ -22,7 +23,7 @@ import anyio.to_thread
 from .concurrency.offload import Capacity, LoopCapacities, Slot, in_thread, on_loop, wait_for
 from .concurrency.sending import stream_body
 from .config import check_count, check_timeout
-from .flow import AppAnswer, Busy, FetchApp, Offload, Step, Wait, run_async
+from .flow import AppAnswer, Busy, Call, FetchApp, Offload, Step, Wait, run_async
 from .gateway import Configured
 from .web.replies import Reply
 from .web.rules import mount_prefix, route_path
@@ -126,6 +127,8 @@ class SitemapASGIMiddleware:
             if step.render and not await slot.acquire(self._timeout):
                 raise Busy
             return await in_thread(partial(step.func, self._run_async), capacity.threads, self._timeout)
+        if isinstance(step, Call):
+            return await anyio.to_thread.run_sync(step.func, limiter=capacity.calls)
         if isinstance(step, Wait):
             return await wait_for(step)
         assert isinstance(step, FetchApp)

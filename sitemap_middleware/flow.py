@@ -1,11 +1,12 @@
 """The one way a request is answered: a sans-I/O flow of steps that both adapters drive.
 
-Answering may need three things only an adapter can do: run blocking work (providers,
-rendering) where it may block, wait for another request's render of the same document,
-and ask the wrapped app for its own answer (robots.txt). A flow is a generator that
-*yields* those steps and is sent their results; it holds the whole policy (follow the
-leader, take over a stalled one, render alone as a last resort, and what each failure
-answers), and an adapter only performs steps, blocking or awaiting::
+Answering may need four things only an adapter can do: run blocking work (providers,
+rendering) where it may block, call a store that waits on the network (`Call`: Redis),
+wait for another request's render of the same document, and ask the wrapped app for its
+own answer (robots.txt). A flow is a generator that *yields* those steps and is sent
+their results; it holds the whole policy (follow the leader, take over a stalled one,
+render alone as a last resort, and what each failure answers), and an adapter only
+performs steps, blocking or awaiting::
 
     flow = gateway.respond(route, request)           # a Reply at once, or a Flow
     reply = run_blocking(flow, perform)              # WSGI
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AppAnswer",
     "Busy",
+    "Call",
     "FetchApp",
     "Flow",
     "Offload",
@@ -61,6 +63,19 @@ class Offload:
 
     func: Callable[[AsyncRunner], Any]
     render: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """``func()``, a call to a store that may wait on the network (`CacheStore.blocking`).
+
+    Under ASGI in a worker thread, so a slow or silent store never stalls the event loop
+    (the store's own timeouts bound it, not the provider deadline, and it never waits for
+    a render thread); under WSGI, and inside a render, in place. An in-process store is
+    called directly instead, at no cost.
+    """
+
+    func: Callable[[], Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +110,7 @@ class Busy(Exception):
     """No render slot came free within the deadline (thrown into a flow by the ASGI adapter)."""
 
 
-Step = Offload | Wait | FetchApp
+Step = Offload | Call | Wait | FetchApp
 Flow = Generator[Step, Any, T]
 FETCH_APP = FetchApp()
 # Follow a render in flight (or take over a stalled one) this many times, then render alone.
@@ -111,18 +126,22 @@ def single_flight(
     work: Callable[[Flight | None, AsyncRunner], T],
     stall_after: float | None,
     on_follow: Callable[[], None] | None = None,
+    blocking: bool = False,
 ) -> Flow[tuple[T, Flight | None]]:
     """``lookup()``, or ``work`` once for every request that needs it at the same time.
 
     Returns the result and, when this request led, its flight: the caller releases it
-    (at once, or once the reply it went into is sent).
+    (at once, or once the reply it went into is sent). ``blocking``: ``lookup`` and
+    ``flights`` wait on the network, so each look-and-claim is one `Call`.
     """
     stale: Flight | None = None
     for _ in range(ATTEMPTS - 1):
-        found = lookup()
+        look = partial(_look_or_claim, flights, key, lookup, stale)
+        found, claimed = (yield Call(look)) if blocking else look()
         if found is not None:
             return found, None
-        lead, flight = flights.claim(key, replacing=stale)
+        assert claimed is not None
+        lead, flight = claimed
         if lead:
             try:
                 result = yield Offload(partial(work, flight), render=True)
@@ -134,17 +153,26 @@ def single_flight(
             on_follow()
         yield Wait(flight, stall_after)
         stale = None if flight.done.is_set() else flight
-    found = lookup()
+    found = (yield Call(lookup)) if blocking else lookup()
     if found is not None:
         return found, None
     # Two leaders in a row failed or stalled: answer this request on its own.
     return (yield Offload(partial(work, None), render=True)), None
 
 
+def _look_or_claim(
+    flights: SingleFlight, key: str, lookup: Callable[[], T | None], stale: Flight | None
+) -> tuple[T | None, tuple[bool, Flight] | None]:
+    """``lookup()``, else a claim on ``key``: what one `Call` does for a shared store."""
+    found = lookup()
+    return (found, None) if found is not None else (None, flights.claim(key, replacing=stale))
+
+
 def answer(service: Service, route: Route, request: Request) -> Flow[Reply]:
     """An index or a page: from the store, else rendered once for all who ask at once."""
     try:
-        found = service.lookup(route, request)
+        look = partial(service.lookup, route, request)
+        found = (yield Call(look)) if service.blocking else look()
         if found is None:
             found = yield Offload(partial(service.resolve, route, request))
         if isinstance(found, Reply):
@@ -157,7 +185,7 @@ def answer(service: Service, route: Route, request: Request) -> Flow[Reply]:
         lookup = partial(service.stored, resource, route, request)
         followed = partial(service.stats.count, resource.section, "flight_waits")
         reply, flight = yield from single_flight(
-            service.flights, resource.key, lookup, render, service.stall_after, followed
+            service.flights, resource.key, lookup, render, service.stall_after, followed, service.blocking
         )
         if flight is not None:
             reply.hold(flight.release)
@@ -184,7 +212,9 @@ def overview(service: Service, request: Request) -> Flow[Reply]:
 def robots(service: Service, request: Request) -> Flow[Reply]:
     """robots.txt: the app's own answer, with our ``Sitemap:`` line where it belongs."""
     app_answer = yield FETCH_APP
-    return service.robots(request, app_answer)
+    merge = partial(service.robots, request, app_answer)
+    reply: Reply = (yield Call(merge)) if service.blocking else merge()
+    return reply
 
 
 def run_blocking(flow: Flow[T], perform: Callable[[Step], Any]) -> T:

@@ -79,6 +79,9 @@ class Gateway:
             return flow.robots(service, request)
         if route.kind == "overview":
             return early(route, request) or flow.overview(service, request)
+        if service.blocking:
+            # Its store waits on the network: even a hit is looked up where blocking is allowed.
+            return early(route, request) or flow.answer(service, route, request)
         replays = self._replays
         if replays is None:
             found = service.lookup(route, request)

@@ -1,8 +1,9 @@
 """One site's answers: from the store, or rendered; what each failure answers; robots.txt.
 
 The service never waits and never decides who renders: `flow` does, calling these in
-order. `lookup` never blocks (the event loop may call it); `resolve` and `render` may
-call providers, so adapters run them where blocking is allowed (`flow.Offload`)::
+order. `lookup` calls no provider (the event loop may call it, unless the store waits on
+the network: ``blocking``, then `flow.Call`); `resolve` and `render` may call providers,
+so adapters run them where blocking is allowed (`flow.Offload`)::
 
     service.lookup(route, request)       # a Reply (hit, 404, 405), a Resource (miss), or None
     service.resolve(route, request, run_async)          # the same, calling version/count
@@ -32,7 +33,7 @@ from .caching.stores import CacheStore, Document, MemoryStore
 from .concurrency.flights import Flight
 from .engine import Engine, PagePlan, index_files
 from .errors import ProviderError
-from .flow import AppAnswer, Offload, Step, Wait, run_blocking, single_flight
+from .flow import AppAnswer, Call, Offload, Step, Wait, run_blocking, single_flight
 from .providers import AsyncRunner, Section
 from .stats import Stats, logger
 from .web import rules
@@ -75,6 +76,8 @@ class Service:
         self.stats = stats
         self.store = store
         self.flights = None if store is None else store.flights
+        # Whether store calls may wait on the network: `flow` then makes them as `Call`s.
+        self.blocking = store is not None and getattr(store, "blocking", True)
         # Identity copies beside stored documents, where the store keeps them.
         self._copies = store if isinstance(store, MemoryStore) else None
         # A follower stops waiting for a leader whose provider is silent this long.
@@ -100,9 +103,9 @@ class Service:
     # -- answering ---------------------------------------------------------------------------
 
     def lookup(self, route: rules.Route, request: Request) -> Reply | Resource | None:
-        """Without calling a provider, never blocking: a `Reply` (a hit, 404, 405), the
-        `Resource` to render (a miss), or ``None`` when only `resolve` can tell (a
-        section with a declared version)."""
+        """Without calling a provider: a `Reply` (a hit, 404, 405), the `Resource` to
+        render (a miss), or ``None`` when only `resolve` can tell (a section with a
+        declared version). It blocks only on a ``blocking`` store."""
         answered = early(route, request)
         if answered is not None:
             return answered
@@ -489,6 +492,8 @@ def _perform_here(run_async: AsyncRunner, step: Step) -> Any:
     """Steps of a flow run inside a render, on its own thread: it may block."""
     if isinstance(step, Offload):
         return step.func(run_async)
+    if isinstance(step, Call):
+        return step.func()
     if isinstance(step, Wait):
         return step.block()
     raise TypeError(f"a render cannot perform {step!r}")  # pragma: no cover

@@ -322,6 +322,8 @@ class Sitemaps:
 
         The next request renders from fresh data and gets a new ETag. Call it from
         your save hooks (a Django ``post_save`` receiver, an SQLAlchemy ``after_commit``).
+        With a store that waits on the network (`RedisStore`) it is a round trip: from
+        async code, call it in a thread (``await anyio.to_thread.run_sync(sitemaps.invalidate)``).
         """
         if section is not None and section not in self._sections:
             raise ConfigurationError(f"no section named {section!r}")

@@ -23,7 +23,7 @@ from werkzeug.wsgi import ClosingIterator
 
 from .concurrency.threads import Helpers, HelperStream
 from .config import check_count
-from .flow import AppAnswer, FetchApp, Offload, Step, Wait, run_blocking
+from .flow import AppAnswer, Call, FetchApp, Offload, Step, Wait, run_blocking
 from .gateway import Configured
 from .providers import LoopRunner
 from .web.replies import Reply
@@ -92,6 +92,8 @@ class SitemapWSGIMiddleware:
             if self._helpers is None:
                 return step.func(runner)
             return self._helpers.run(partial(step.func, runner), self._timeout)
+        if isinstance(step, Call):
+            return step.func()  # a store call: bounded by the store's own timeouts
         if isinstance(step, Wait):
             return step.block()
         assert isinstance(step, FetchApp)

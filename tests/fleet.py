@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
+import anyio.to_thread
+
 from sitemap_middleware import Sitemaps
 from sitemap_middleware.redis import RedisStore
 
@@ -72,7 +74,10 @@ def asgi_app() -> Any:
     sitemaps, store = build()
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        status, body = own_answer(sitemaps, store, scope["path"], scope["query_string"].decode())
+        # In a thread: invalidating is a round trip to Redis, never made on the event loop.
+        status, body = await anyio.to_thread.run_sync(
+            own_answer, sitemaps, store, scope["path"], scope["query_string"].decode()
+        )
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})

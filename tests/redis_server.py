@@ -129,6 +129,10 @@ class RedisServer:
 class Partition:
     """A TCP proxy in front of a server that can be cut (connections dropped, new ones refused)
     and mended on the same port: one worker losing Redis while the server and the others go on.
+
+    It can also *stall*: connections stay open and are accepted, but what clients send
+    is swallowed and never answered (a Redis that stopped answering, as under ``kill
+    -STOP``); ``heard`` is set when a command arrives meanwhile, and `unstall` ends it.
     """
 
     def __init__(self, target_port: int) -> None:
@@ -138,7 +142,16 @@ class Partition:
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
         self._listener: socket.socket | None = None
+        self._stalled = False
+        self.heard = threading.Event()
         self.mend()
+
+    def stall(self) -> None:
+        self.heard.clear()
+        self._stalled = True
+
+    def unstall(self) -> None:
+        self._stalled = False
 
     def mend(self) -> None:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -171,13 +184,15 @@ class Partition:
                     upstream.close()
                     return
                 self._sockets += [client, upstream]
-            for source, sink in ((client, upstream), (upstream, client)):
-                threading.Thread(target=_pump, args=(source, sink), daemon=True).start()
+            threading.Thread(target=self._pump, args=(client, upstream, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, False), daemon=True).start()
 
-
-def _pump(source: socket.socket, sink: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        while data := source.recv(65536):
-            sink.sendall(data)
-    with contextlib.suppress(OSError):
-        sink.shutdown(socket.SHUT_WR)
+    def _pump(self, source: socket.socket, sink: socket.socket, commands: bool) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                if commands and self._stalled:
+                    self.heard.set()  # swallowed: no answer will ever come
+                    continue
+                sink.sendall(data)
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)

@@ -64,8 +64,14 @@ class Document:
 class CacheStore(Protocol):
     """What the middleware needs from a cache; small on purpose, so a shared store fits.
 
-    ``flights``: the single-flight under which this store's documents are rendered.
+    - ``flights``: the single-flight under which this store's documents are rendered.
+    - ``blocking``: whether a call (``get``, ``set``, a claim) may wait on the network.
+      The ASGI adapter then makes every one in a worker thread, so that a slow or silent
+      store never stalls the event loop; ``False`` only for a store that answers from
+      memory, called on the loop at no thread hop. A store without it counts as blocking.
     """
+
+    blocking: bool
 
     @property
     def flights(self) -> SingleFlight: ...
@@ -119,6 +125,7 @@ class MemoryStore:
         self.max_bytes = max_bytes
         self.ttl = ttl
         self.flights = Flights()
+        self.blocking = False  # answered from memory: on the event loop, no thread hop
         # Bumped by every `invalidate`: an answer remembered before it no longer stands.
         self.invalidations = 0
 

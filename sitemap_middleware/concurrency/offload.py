@@ -34,6 +34,7 @@ from ..flow import Busy, Wait
 from .deadlines import Heartbeat, thread_deadline, within
 
 __all__ = [
+    "STORE_THREADS",
     "Capacity",
     "LoopCapacities",
     "Slot",
@@ -47,12 +48,20 @@ __all__ = [
 T = TypeVar("T")
 
 
+# Threads per event loop for calls to a store that waits on the network (`flow.Call`):
+# apart from render threads (a hit never queues behind renders) and from anyio's default
+# pool (a silent Redis never takes the threads of the app's own sync endpoints).
+STORE_THREADS = 16
+
+
 @dataclass(frozen=True, slots=True)
 class Capacity:
-    """Per event loop: threads rendering at once, and documents being rendered at once."""
+    """Per event loop: threads rendering at once, documents being rendered at once, and
+    threads calling a store that waits on the network (`flow.Call`)."""
 
     threads: anyio.CapacityLimiter
     renders: anyio.Semaphore
+    calls: anyio.CapacityLimiter
 
 
 class LoopCapacities:
@@ -67,7 +76,8 @@ class LoopCapacities:
         try:
             return self._current.get()
         except LookupError:
-            capacity = Capacity(anyio.CapacityLimiter(self._threads), anyio.Semaphore(self._renders))
+            threads, renders = anyio.CapacityLimiter(self._threads), anyio.Semaphore(self._renders)
+            capacity = Capacity(threads, renders, anyio.CapacityLimiter(STORE_THREADS))
             self._current.set(capacity)
             return capacity
 

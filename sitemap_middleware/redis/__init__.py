@@ -21,6 +21,10 @@ What a fleet gets from it:
   once and counts it (`RedisStore.stats`), and uses Redis again once it answers
   (`link.Link`), pushing first any invalidation it made meanwhile. A Redis that comes
   back as a new instance (restarted, failed over) serves nothing stored before.
+- A slow or silent Redis never stalls an event loop: the store declares its calls
+  ``blocking``, so the ASGI adapter makes them in worker threads (`flow.Call`), and what no
+  request waits on (releasing, watching and renewing locks) runs on one background thread
+  (`flights.RedisFlights`). Each call waits ``socket_timeout`` at most.
 - Memory: each document once in Redis, expiring after ``ttl``, and at most ``max_bytes``
   of them (oldest first), whatever Redis's own ``maxmemory`` says; a small per-process
   copy of recently served bodies (``local_bytes``) spares refetching unchanged ones.

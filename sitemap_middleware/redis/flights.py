@@ -1,14 +1,19 @@
 """Single-flight across the fleet: a lock in Redis per cold document, with a timeout.
 
 The first request anywhere to claim a document's lock (``SET NX PX``) leads its render;
-requests for it elsewhere follow: they poll the lock until it is gone, then read the
+requests for it elsewhere follow: they wait until the lock is gone, then read the
 store. Requests in the leader's own process share its `LocalFlight`, exactly as with
 `Flights`; those in another process share one `RemoteFlight` per document::
 
     lead, flight = store.flights.claim(key)     # the same protocol as `Flights`
 
-While it leads, a process renews its lock every second or so with its progress (how long
-since its provider's last batch, whether it is waiting on its own client), so followers
+`claim` is one round trip, made where the caller may block (`CacheStore.blocking`).
+Everything else a flight needs from Redis is done by one background thread per process
+(`RedisFlights._work`), so that a flight's ``over`` and ``release`` never wait on Redis
+(the ASGI adapter calls them on the event loop): it deletes the locks of finished
+renders, reads the locks followed here (all in one pipeline, every `WATCH_EVERY`), and
+renews the locks held here every second or so with their progress (how long since the
+provider's last batch, whether the leader waits on its own client), so followers
 elsewhere apply the very rules of `flights.stalled_by` and take over a stalled leader. A
 dead leader renews nothing: its lock expires after ``lock_timeout`` and the next follower
 leads. Without Redis, every claim leads alone: the request renders its own answer.
@@ -30,7 +35,7 @@ from .scripts import Template
 
 __all__ = ["RedisFlights", "RemoteFlight"]
 
-# Seconds between two looks at another process's lock, shared by its followers here.
+# Seconds between two looks at the locks of renders led elsewhere (all at once).
 WATCH_EVERY = 0.01
 # At most this many seconds between two renewals of a lock (its progress as followers see it).
 RENEW_EVERY = 1.0
@@ -52,10 +57,12 @@ class RedisFlights:
         self.lock_ms = max(1, round(lock_timeout * 1000))
         self._renew_every = min(RENEW_EVERY, lock_timeout / 3)
         self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
         self._flights: dict[str, Flight] = {}  # the flight local requests for a key follow
         self._leads: dict[LocalFlight, _Lead] = {}
-        self._renewer: threading.Thread | None = None
-        self._renewer_pid = 0
+        self._ended: list[_Lead] = []  # locks of finished renders, for `_work` to delete
+        self._worker: threading.Thread | None = None
+        self._worker_pid = 0
 
     def claim(self, key: str, *, replacing: Flight | None = None) -> tuple[bool, Flight]:
         with self._lock:
@@ -92,21 +99,25 @@ class RedisFlights:
                 flight = LocalFlight(key, self)
                 self._flights[key] = flight
                 self._leads[flight] = _Lead(lock, token, values)
-                self._renew_soon()
+                self._start_work()
                 return True, flight
             remote = RemoteFlight(key, self, lock, reply[2], int(reply[3]))
             self._flights[key] = remote
+            self._start_work()
             return False, remote
 
     def release(self, flight: Flight) -> None:
-        """Never ends a newer flight of the same key (its lock has another token by then)."""
+        """Ends ``flight`` here at once; its lock goes from Redis on the background thread.
+
+        Never ends a newer flight of the same key (its lock has another token by then).
+        """
         with self._lock:
             if self._flights.get(flight.key) is flight:
                 del self._flights[flight.key]
             lead = self._leads.pop(flight, None) if isinstance(flight, LocalFlight) else None
-        if lead is not None:
-            with contextlib.suppress(Away):  # else it expires on its own
-                self._link.script("release", [lead.lock], [lead.token])
+            if lead is not None:
+                self._ended.append(lead)
+                self._wake.notify()
         flight.done.set()
 
     def forget(self, flight: Flight) -> None:
@@ -123,15 +134,6 @@ class RedisFlights:
             ]
         return min(leads)[1] if leads else None
 
-    def watch(self, lock: str) -> tuple[bytes | None, int]:
-        """Another process's lock: its value and milliseconds left (`Away` without Redis)."""
-        link = self._link
-        pipe = link.client.pipeline(transaction=False)
-        pipe.get(lock)
-        pipe.pttl(lock)
-        held, pttl = link.run(pipe.execute)
-        return held, int(pttl)
-
     def __len__(self) -> int:
         """Flights in progress here (observability, and tests that nothing stays claimed)."""
         with self._lock:
@@ -143,53 +145,90 @@ class RedisFlights:
         lead = self._leads.get(flight) if isinstance(flight, LocalFlight) else None
         return "" if lead is None else lead.token
 
-    # -- renewing the locks this process holds ---------------------------------------------
+    # -- the background thread: what no request waits on ---------------------------------------
 
-    def _renew_soon(self) -> None:
+    def _start_work(self) -> None:
+        """Make sure this process has its background thread (a forked worker starts its own)."""
         pid = os.getpid()
-        if self._renewer is not None and self._renewer_pid == pid and self._renewer.is_alive():
+        if self._worker is not None and self._worker_pid == pid and self._worker.is_alive():
+            self._wake.notify()
             return
-        self._renewer = threading.Thread(target=self._renew, name="sitemap-redis-renew", daemon=True)
-        self._renewer_pid = pid
-        self._renewer.start()
+        self._worker = threading.Thread(target=self._work, name="sitemap-redis-flights", daemon=True)
+        self._worker_pid = pid
+        self._worker.start()
 
-    def _renew(self) -> None:
+    def _work(self) -> None:
+        """Delete ended locks, read followed ones, renew held ones; gone when there is none."""
+        renew_at = time.monotonic() + self._renew_every
         while True:
-            time.sleep(self._renew_every)
             with self._lock:
-                if not self._leads:
-                    self._renewer = None
-                    return
-                leads = [(flight, lead) for flight, lead in self._leads.items() if lead.renewing]
-            for flight, lead in leads:
-                now = time.monotonic()
-                client = flight.client_wait()
-                progress = (
-                    f"{lead.token}|{_ms(now - flight.started)}|{_ms(now - flight.heartbeat.last)}"
-                    f"|{-1 if client is None else _ms(client)}"
-                )
-                try:
-                    kept = self._link.script("renew", [lead.lock], [lead.token, progress, self.lock_ms])
-                except Away:
-                    continue  # it may expire: then another worker renders too, never none
-                if not kept:
-                    lead.renewing = False  # taken over: the new leader's now
+                while True:
+                    ended, self._ended = self._ended, []
+                    followed = [f for f in self._flights.values() if isinstance(f, RemoteFlight)]
+                    now = time.monotonic()
+                    renewing = self._leads and now >= renew_at
+                    if ended or followed or renewing:
+                        break
+                    if not self._leads:
+                        self._worker = None
+                        return
+                    self._wake.wait(renew_at - now)
+                leads = [(f, lead) for f, lead in self._leads.items() if lead.renewing] if renewing else []
+            for lead in ended:
+                with contextlib.suppress(Away):  # else it expires on its own
+                    self._link.script("release", [lead.lock], [lead.token])
+            if followed:
+                self._look(followed)
+            if renewing:
+                self._renew(leads)
+                renew_at = time.monotonic() + self._renew_every
+            if followed:
+                with self._lock:
+                    if not self._ended:
+                        self._wake.wait(WATCH_EVERY)
+
+    def _look(self, followed: list[RemoteFlight]) -> None:
+        """Read the locks of renders led elsewhere: gone or replaced ends the flight here."""
+        link = self._link
+        pipe = link.client.pipeline(transaction=False)
+        for flight in followed:
+            pipe.get(flight.lock)
+            pipe.pttl(flight.lock)
+        try:
+            replies = link.run(pipe.execute)
+        except Away:
+            replies = [None, -2] * len(followed)  # without Redis, followers render for themselves
+        for n, flight in enumerate(followed):
+            flight.saw(replies[2 * n], int(replies[2 * n + 1]))
+
+    def _renew(self, leads: list[tuple[LocalFlight, _Lead]]) -> None:
+        for flight, lead in leads:
+            now = time.monotonic()
+            client = flight.client_wait()
+            progress = (
+                f"{lead.token}|{_ms(now - flight.started)}|{_ms(now - flight.heartbeat.last)}"
+                f"|{-1 if client is None else _ms(client)}"
+            )
+            try:
+                kept = self._link.script("renew", [lead.lock], [lead.token, progress, self.lock_ms])
+            except Away:
+                continue  # it may expire: then another worker renders too, never none
+            if not kept:
+                lead.renewing = False  # taken over: the new leader's now
 
 
 class RemoteFlight:
     """A render led by another process, as the requests here that follow it see it."""
 
     __slots__ = (
-        "_lock",
-        "_next_look",
         "_owner",
         "_progress",
         "_read_at",
-        "_watching",
         "_written",
         "done",
         "heartbeat",
         "key",
+        "lock",
         "token",
     )
 
@@ -198,11 +237,10 @@ class RemoteFlight:
         self.done = threading.Event()
         self.heartbeat = Heartbeat()  # a follower never renders under it
         self._owner = owner
-        self._lock = lock
-        self._watching = threading.Lock()
+        self.lock = lock  # its Redis key
         self.token = ""
         self._progress: tuple[float, float, float | None] = (0.0, 0.0, None)
-        self._read_at = self._written = self._next_look = 0.0
+        self._read_at = self._written = 0.0
         self._read(held, pttl)
 
     def _read(self, held: bytes, pttl: int) -> None:
@@ -212,18 +250,9 @@ class RemoteFlight:
         self._progress = (int(age) / 1000, int(silent) / 1000, None if client == "-1" else int(client) / 1000)
         self._read_at = time.monotonic()
         self._written = max(0, self._owner.lock_ms - pttl) / 1000  # seconds since the leader wrote it
-        self._next_look = self._read_at + WATCH_EVERY
 
-    def _look(self) -> None:
-        """Read the lock again (at most every `WATCH_EVERY` s): gone or replaced ends this flight."""
-        if time.monotonic() < self._next_look or not self._watching.acquire(blocking=False):
-            return
-        try:
-            held, pttl = self._owner.watch(self._lock)
-        except Away:
-            held = None  # without Redis, followers render for themselves
-        finally:
-            self._watching.release()
+    def saw(self, held: bytes | None, pttl: int) -> None:
+        """The lock as just read (`RedisFlights._look`): gone or replaced ends this flight."""
         if held is None or not held.startswith(f"{self.token}|".encode()):
             self.release()  # done, failed, expired, or taken over: look in the store
         else:
@@ -243,8 +272,6 @@ class RemoteFlight:
         )
 
     def over(self, stall_after: float | None) -> bool:
-        if not self.done.is_set():
-            self._look()
         return self.done.is_set() or self.stalled(stall_after)
 
     def release(self) -> None:

@@ -84,6 +84,8 @@ class RedisStore:
             stats=self.stats,
         )
         self.flights = RedisFlights(self._link, lock_timeout)
+        # Every call is a round trip: the ASGI adapter makes them in worker threads.
+        self.blocking = True
         self._ttl_ms = max(1, round(self.ttl * 1000))
         # Bodies this process served, by key: only ever returned once Redis vouched for them.
         self._local: LRUCache[str, Document] | None = (
