@@ -193,6 +193,8 @@ class SitemapSource:
         if keyset is None:
             if isinstance(first, bool) or not isinstance(first, int):
                 raise TypeError(f"a page of an iterated sitemap starts at a position, not {first!r}")
+            if isinstance(end, int):  # the next page's position: no item is listed on two pages
+                size = min(size, end - first)
             return (self._url(item, language) for item, language in self._window(items, first, size))
         keys, per_item = keyset
         # Up to the next page's first key, so no row is listed twice; still at most the
