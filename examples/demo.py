@@ -8,7 +8,7 @@ shop (`demo_site`) on http://127.0.0.1:8000/ and its sitemaps, in four sections:
 - ``pages``: a list, in English and German, the languages declared once (``languages=``).
 - ``categories``: rows of the category table, with ``languages=`` too.
 - ``products``: `ProductPages`, a paged source over sqlite3. Pages are ranges of product
-  ids, each read with ``WHERE id >= ? ORDER BY id LIMIT ?``, and one query plans them all,
+  ids, each read with ``WHERE id >= ? AND id < ? ORDER BY id``, and one query plans them all,
   so page 8 costs what page 1 costs and the index never iterates a row. A product is two
   URLs (its English and German slugs differ: hreflang ``alternates`` per `Url`) with its
   photos (``Image``).
@@ -39,10 +39,27 @@ from sitemap_middleware import Alternate, Image, News, SitemapASGIMiddleware, Si
 from sitemap_middleware.sources import Key, PageStart
 
 # Where every page starts, its newest updated_at and its size: one query, no row in Python.
+# Each page's first id is found by seeking ? ids on from the one before (LIMIT 1 OFFSET over
+# the primary key, as sitemap_middleware.sqlalchemy.keyset plans), never by numbering every
+# row; a page is then every id from its first up to the next page's.
 PLAN = """
-SELECT MIN(id), MAX(updated_at), COUNT(*) FROM (
-    SELECT id, updated_at, (ROW_NUMBER() OVER (ORDER BY id) - 1) / ? AS page FROM product
-) GROUP BY page ORDER BY page
+WITH RECURSIVE start(id) AS (
+    SELECT MIN(id) FROM product
+    UNION ALL
+    SELECT (SELECT id FROM product WHERE id >= start.id ORDER BY id LIMIT 1 OFFSET ?1)
+    FROM start WHERE start.id IS NOT NULL
+), page(first, next) AS (
+    SELECT id, LEAD(id, 1, (SELECT MAX(id) + 1 FROM product)) OVER (ORDER BY id)
+    FROM start WHERE id IS NOT NULL
+)
+SELECT first, MAX(updated_at), COUNT(*) FROM page JOIN product ON product.id >= first AND product.id < next
+GROUP BY first ORDER BY first
+"""
+# A page's products: its id range, at most ? of them (the core asks for one URL past a
+# file's limit, to see a range that grew past it).
+PAGE = """
+SELECT id, slug_en, slug_de, photos, updated_at FROM product
+WHERE id >= ?1 AND (?2 IS NULL OR id < ?2) ORDER BY id LIMIT ?3
 """
 
 
@@ -51,7 +68,8 @@ class ProductPages:
 
     A product is one URL per language, so a page of ``page_size`` URLs holds
     ``page_size // 2`` products. All pages are planned by one query (`pages`); a page's rows
-    come from one keyset read (`entries`).
+    come from one keyset read (`entries`), up to the next page's first id (``end``), so a
+    product added inside a planned range shows on its page at once.
     """
 
     extensions = ("alternates", "images")  # what its entries carry (`add_provider` reads it)
@@ -64,12 +82,8 @@ class ProductPages:
         urls = len(LANGUAGES)
         return [PageStart(first, utc(newest), count * urls) for first, newest, count in planned]
 
-    def entries(self, first: Key, limit: int) -> Iterator[Url]:
-        rows = self.database.rows(
-            "SELECT id, slug_en, slug_de, photos, updated_at FROM product WHERE id >= ? ORDER BY id LIMIT ?",
-            first,
-            self._products(limit),
-        )
+    def entries(self, first: Key, limit: int, end: Key | None = None) -> Iterator[Url]:
+        rows = self.database.rows(PAGE, first, end, -(-limit // len(LANGUAGES)))  # a URL past limit shows
         for product, slug_en, slug_de, photos, updated_at in rows:
             en, de = product_path("en", product, slug_en), product_path("de", product, slug_de)
             group = (Alternate("en", en), Alternate("de", de), Alternate("x-default", en))

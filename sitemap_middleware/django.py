@@ -26,13 +26,16 @@ Both are synchronous: under ASGI the adapter calls them in worker threads, where
 ORM may be used (its async-unsafe guard only objects on a thread running an event loop).
 Each query is whole within one call, and a connection is handed back between queries the
 way Django's request cycle would (closed if broken or past ``CONN_MAX_AGE``, never inside
-a transaction): a page's rows may be fetched by several worker threads in turn.
+a transaction): a page's rows may be fetched by several worker threads in turn. With
+``USE_TZ = False`` the naive datetimes Django gives are read in ``TIME_ZONE`` and published
+in UTC (`sitemap_middleware.django_time`).
 """
 
 # This module is sitemap_middleware.django: every import of Django's own package is absolute.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import tzinfo
 from decimal import Decimal, InvalidOperation
 from itertools import islice
 from typing import Any
@@ -44,6 +47,7 @@ from django.db.models.query import ModelIterable
 from django.utils import translation
 
 from sitemap_middleware.django_keys import CHUNK_SIZE, KeyRanges, done_with, model_field, plain_key
+from sitemap_middleware.django_time import aware, aware_entry, local_zone
 from sitemap_middleware.errors import ConfigurationError, EntryError
 from sitemap_middleware.protocol.entries import Url, w3c_datetime
 from sitemap_middleware.protocol.extensions import Alternate
@@ -71,7 +75,9 @@ def keyset(
 
     - ``queryset``: model instances (``.only()`` and ``select_related()`` are kept).
     - ``entry``: a row to its entry (a `Url`, a loc, a mapping); by default
-      ``Url(row.get_absolute_url(), lastmod=<the lastmod field>)``.
+      ``Url(row.get_absolute_url(), lastmod=<the lastmod field>)``. With ``USE_TZ = False``
+      a naive lastmod it returns is in ``TIME_ZONE``, as Django's are, and published in
+      UTC (`sitemap_middleware.django_time`; about 2 µs an entry, nothing with ``USE_TZ``).
     - ``key``: the unique field pages are ranges of (``pk``, or any unique field).
     - ``lastmod``: the field whose newest value per page the index shows (``None``: none);
       ``entry``'s lastmod should be that field. Index it (``db_index=True`` or a
@@ -106,7 +112,10 @@ class KeysetSource:
         return self._keys.plan(page_size)
 
     def entries(self, first: Key, limit: int, end: Key | None = None) -> Iterator[object]:
-        return (self._entry(row) for row in self._keys.rows(first, limit, end))
+        entry, rows, zone = self._entry, self._keys.rows(first, limit, end), local_zone()
+        if zone is None:  # USE_TZ = True: Django's datetimes are aware, and a page costs nothing more
+            return (entry(row) for row in rows)
+        return (aware_entry(entry(row), zone) for row in rows)
 
 
 def from_sitemap(
@@ -180,6 +189,7 @@ class SitemapSource:
             return keys.plan(rows)  # each page's newest comes from the planning query
         lastmod = getattr(self.sitemap, "lastmod", None)
         if not callable(lastmod):  # none, or one value for every item
+            lastmod = aware(lastmod, local_zone())
             return [page._replace(lastmod=lastmod) for page in keys.plan(rows)]
         # lastmod() is a method and no field is named: each page's newest is read off its rows.
         attname = keys.key.attname
@@ -190,15 +200,18 @@ class SitemapSource:
         size = min(limit, self.sitemap.limit)
         items = self.sitemap.items()
         keyset = self._keyset(items)
+        zone = local_zone()
         if keyset is None:
             if isinstance(first, bool) or not isinstance(first, int):
                 raise TypeError(f"a page of an iterated sitemap starts at a position, not {first!r}")
-            return (self._url(item, language) for item, language in self._window(items, first, size))
+            if isinstance(end, int):  # the next page's position: no item is listed on two pages
+                size = min(size, end - first)
+            return (self._url(item, language, zone) for item, language in self._window(items, first, size))
         keys, per_item = keyset
         # Up to the next page's first key, so no row is listed twice; still at most the
         # Sitemap's own ``limit``: rows added past it wait for the next plan, as in Django.
         rows = keys.rows(first, self._rows(size, per_item), end)
-        return (url for item in rows for url in self._urls(item))
+        return (url for item in rows for url in self._urls(item, zone))
 
     def _keyset(self, items: object) -> tuple[KeyRanges, int] | None:
         """The key ``items`` can be read by, and the URLs of one row; ``None`` to iterate them."""
@@ -246,27 +259,29 @@ class SitemapSource:
         from ``lastmod()`` on every item (as Django's index finds its one lastmod)."""
         pages: list[PageStart] = []
         newest: str | None = None
+        zone = local_zone()
         for n, (key, item) in enumerate(keyed):
             if n % size == 0:
                 if pages:
                     pages[-1] = pages[-1]._replace(lastmod=newest)
                 pages.append(PageStart(key))
                 newest = None
-            lastmod = _w3c(self._lastmod(item))
+            lastmod = _w3c(aware(self._lastmod(item), zone))
             if lastmod is not None and (newest is None or lastmod > newest):
                 newest = lastmod
         if pages:
             pages[-1] = pages[-1]._replace(lastmod=newest)
         return pages
 
-    def _urls(self, item: Any) -> Iterator[Url]:
+    def _urls(self, item: Any, zone: tzinfo | None) -> Iterator[Url]:
         if not self.sitemap.i18n:
-            yield self._url(item, None)
+            yield self._url(item, None, zone)
             return
         for language in self._languages():
-            yield self._url(item, language)
+            yield self._url(item, language, zone)
 
-    def _url(self, item: Any, language: str | None) -> Url:
+    def _url(self, item: Any, language: str | None, zone: tzinfo | None) -> Url:
+        """``item``'s URL in ``language``; a naive lastmod is in ``zone`` (`local_zone`)."""
         if language is None:
             loc = self._location(item)
         else:
@@ -275,7 +290,7 @@ class SitemapSource:
         alternates = [Alternate(tag, href) for tag, href in self._alternates(item)]
         return Url(
             loc,
-            lastmod=self._lastmod(item) or None,
+            lastmod=aware(self._lastmod(item), zone) or None,
             changefreq=self._changefreq(item) or None,
             priority=_number(self._priority(item)),
             alternates=alternates or None,

@@ -31,6 +31,7 @@ from django.db.models import F, Field, IntegerField, Model, QuerySet
 from django.db.models.expressions import RawSQL
 from django.db.models.query import ModelIterable
 
+from sitemap_middleware.django_time import aware, local_zone
 from sitemap_middleware.errors import ConfigurationError
 from sitemap_middleware.newest import WALK_BATCH, NewestFirst, walk_limit
 from sitemap_middleware.sources import Key, PageStart
@@ -86,16 +87,19 @@ class KeyRanges:
         pass, but numbers every row: SQLite took 2 s per million rows for it. Each page's
         newest lastmod is its rows' MAX, in the same query; or, when the model indexes the
         lastmod field and the key is an integer, read newest first over that index
-        (`sitemap_middleware.newest`), with MAX only for the pages that walk leaves.
+        (`sitemap_middleware.newest`), with MAX only for the pages that walk leaves. Either
+        way a naive lastmod is in Django's ``TIME_ZONE`` (``USE_TZ = False``) and is made
+        aware in it (`sitemap_middleware.django_time`).
         """
         if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
             raise ValueError(f"page size must be a positive int, not {rows!r}")
         alias = self.queryset.db
         walks = self.walks
+        zone = local_zone()
         try:
             found = self._execute(*self._seek(rows, newest=not walks))
             if not walks:
-                return [PageStart(self._key(key), self._lastmod(value)) for key, value in found]
+                return [PageStart(self._key(key), aware(self._lastmod(value), zone)) for key, value in found]
             walk: NewestFirst[Any] = NewestFirst([key for key, _ in found])
             if found:
                 self._walk(walk, rows)
@@ -106,7 +110,9 @@ class KeyRanges:
                 walk.found.update(zip(batch, map(self._lastmod, values), strict=True))
         finally:
             done_with(alias)
-        return [PageStart(self._key(key), walk.found.get(n)) for n, key in enumerate(walk.starts)]
+        return [
+            PageStart(self._key(key), aware(walk.found.get(n), zone)) for n, key in enumerate(walk.starts)
+        ]
 
     def _seek(self, rows: int, *, newest: bool) -> tuple[str, tuple[Any, ...]]:
         """The plan's one query: the recursive seek, and (``newest``) each page's MAX."""

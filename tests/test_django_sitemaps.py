@@ -33,7 +33,7 @@ configure()
 from django.contrib.sitemaps import Sitemap  # noqa: E402  (needs Django configured)
 
 from .djangosite.models import Article, Product  # noqa: E402
-from .djangosite.sitemaps import SITEMAPS, ArticleSitemap, ProductSitemap, StaticSitemap  # noqa: E402
+from .djangosite.sitemaps import SITEMAPS, ArticleSitemap, ProductSitemap, RecentSitemap, StaticSitemap  # noqa: E402
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 KEYS = [2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233]
@@ -162,6 +162,7 @@ def test_limit_is_the_most_urls_on_a_page_and_a_smaller_page_size_wins(make_clie
     sitemaps = Sitemaps(base_url=BASE)
     sitemaps.add_provider("products", from_sitemap(ProductSitemap))  # limit = 4
     sitemaps.add_provider("small", from_sitemap(ProductSitemap), page_size=2)
+    sitemaps.add_provider("iterated", from_sitemap(RecentSitemap), page_size=2)  # positions
     sitemaps.add_provider("articles", from_sitemap(ArticleSitemap))  # limit 5, two languages: 2 items a page
     client = make_client(sitemaps)
 
@@ -172,6 +173,7 @@ def test_limit_is_the_most_urls_on_a_page_and_a_smaller_page_size_wins(make_clie
 
     assert sizes("products") == [4, 4, 1]
     assert sizes("small") == [2, 2, 2, 2, 1]
+    assert sizes("iterated") == [2, 2, 2, 2, 2, 1]  # every product, unpublished too
     assert sizes("articles") == [4, 4, 4, 2]
 
 
