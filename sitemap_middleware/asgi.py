@@ -20,7 +20,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from .concurrency.offload import Capacity, LoopCapacities, Slot, in_thread, on_loop, wait_for
+from .concurrency.offload import LoopCapacities, Slot, in_thread, on_loop, wait_for
 from .concurrency.sending import stream_body
 from .config import check_count, check_timeout
 from .flow import AppAnswer, Busy, Call, FetchApp, Offload, Step, Wait, run_async
@@ -102,11 +102,10 @@ class SitemapASGIMiddleware:
             finally:
                 outcome.finish()
             return
-        capacity = self._capacities.current()
-        slot = Slot(capacity.renders)
+        slot = Slot(self._capacities)
         reply: Reply | None = None
         try:
-            reply = await run_async(outcome, partial(self._perform, scope, receive, capacity, slot))
+            reply = await run_async(outcome, partial(self._perform, scope, receive, slot))
             if isinstance(reply.body, bytes):
                 slot.release()  # nothing left to render
             await self._send(reply, send, receive, head)
@@ -120,15 +119,14 @@ class SitemapASGIMiddleware:
             elif reply is not None:
                 reply.finish()
 
-    async def _perform(
-        self, scope: Scope, receive: Receive, capacity: Capacity, slot: Slot, step: Step
-    ) -> Any:
+    async def _perform(self, scope: Scope, receive: Receive, slot: Slot, step: Step) -> Any:
         if isinstance(step, Offload):
             if step.render and not await slot.acquire(self._timeout):
                 raise Busy
-            return await in_thread(partial(step.func, self._run_async), capacity.threads, self._timeout)
+            threads = self._capacities.current().threads
+            return await in_thread(partial(step.func, self._run_async), threads, self._timeout)
         if isinstance(step, Call):
-            return await anyio.to_thread.run_sync(step.func, limiter=capacity.calls)
+            return await anyio.to_thread.run_sync(step.func, limiter=self._capacities.current().calls)
         if isinstance(step, Wait):
             return await wait_for(step)
         assert isinstance(step, FetchApp)

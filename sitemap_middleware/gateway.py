@@ -25,6 +25,8 @@ from .web.sites import HOST_HEADERS, Sites
 
 __all__ = ["Configured", "Gateway"]
 
+# Paths whose route is remembered (a few hundred bytes each).
+_ROUTES_KEPT = 1024
 _BASE_HEADERS = tuple(name for name in REQUEST_HEADERS if name not in HOST_HEADERS)
 
 
@@ -51,6 +53,7 @@ class Gateway:
         self._default = self._services[sites.default]
         self._replays = replays
         self._clock = clock
+        self._routes: dict[str, rules.Route] = {}  # our paths as matched, so a repeat skips the rules
         # The request headers adapters pass on (lowercase): Host and its forwarded kin
         # only when they choose a site, so nothing else a client sends is ever kept.
         self.request_headers: tuple[str, ...] = _BASE_HEADERS + (
@@ -61,7 +64,13 @@ class Gateway:
         """Our resource at ``path`` (below the mount), or ``None``: the app's request."""
         if path == self._overview_path:
             return rules.OVERVIEW
-        route = rules.match_route(path, self._default.sections)
+        route = self._routes.get(path)
+        if route is None:
+            route = rules.match_route(path, self._default.sections)
+            if route is not None:
+                if len(self._routes) >= _ROUTES_KEPT:
+                    self._routes.clear()  # paths come from clients: start again rather than grow
+                self._routes[path] = route
         if route is not None and route.kind == "robots" and method not in rules.ALLOWED_METHODS:
             return None  # a POST to robots.txt is the app's business
         return route

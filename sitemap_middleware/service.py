@@ -21,7 +21,7 @@ import hashlib
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
 from functools import partial
 from typing import Any
 
@@ -41,13 +41,15 @@ from .web.compress import Gzip
 from .web.headers import DocumentHeaders, HeaderPolicy, is_not_modified, representation, wants_gzip
 from .web.overview import Overview, PageRow, SectionRow, render_overview
 from .web.replies import Origin, Reply, Request, early, plain, unavailable
-from .web.robots import merged_robots
+from .web.robots import RobotsAnswer, merged_robots
 from .web.rules import Validators
 
 __all__ = ["MAX_ROBOTS_INDEX_FILES", "Service"]
 
 # Pages of each section whose cache state the overview shows (each costs a store lookup).
 _OVERVIEW_CACHE_CHECKS = 1000
+# robots.txt merges remembered (`Service.robots`), of app answers up to this size.
+_MERGES_KEPT_BYTES = 64 * 1024
 
 # robots.txt names at most this many index files (50 million sitemap files): Google reads
 # the first 500 KiB of a robots.txt, and a count of rows must never size one without bound.
@@ -91,6 +93,8 @@ class Service:
         self._last_good_index: LRUCache[tuple[str, int], Document] = LRUCache(maxsize=64)
         # How many index files there were at the last index build, per mount prefix.
         self._index_files: LRUCache[str, int] = LRUCache(maxsize=64)
+        # robots.txt merges by the app's answer (never by the request: nothing is stored by Host).
+        self._merged_robots: LRUCache[Hashable, RobotsAnswer | None] = LRUCache(maxsize=16)
         self._memory_lock = threading.Lock()
 
     @property
@@ -436,12 +440,21 @@ class Service:
 
     def robots(self, request: Request, app: AppAnswer) -> Reply:
         """Our robots.txt given the app's answer to the same request (its own, passed on,
-        when we cannot merge into it). Never stored: the app's answer may depend on
-        anything in the request (its Host, a cookie), and one client's answer must
-        never reach another."""
+        when we cannot merge into it). Never stored by request: the app's answer may
+        depend on anything in the request (its Host, a cookie), and one client's answer
+        must never reach another. Only the merge is remembered, keyed by the app's whole
+        answer: the same answer merges the same way, whoever it was for."""
         files = self._known_index_files(request.prefix)
-        urls = [self.index_url(request.prefix, number) for number in range(1, files + 1)]
-        merged = merged_robots(app.status, app.headers, app.body, urls)
+        key = (app.status, tuple(app.headers), app.body, request.prefix, files)
+        with self._memory_lock:
+            known = key in self._merged_robots
+            merged = self._merged_robots[key] if known else None
+        if not known:
+            urls = [self.index_url(request.prefix, number) for number in range(1, files + 1)]
+            merged = merged_robots(app.status, app.headers, app.body, urls)
+            if len(app.body) <= _MERGES_KEPT_BYTES:
+                with self._memory_lock:
+                    self._merged_robots[key] = merged
         if merged is None:
             return Reply(app.status, app.headers, b"" if request.method == "HEAD" else app.body)
         headers = [("Content-Type", merged.content_type), ("Content-Length", str(len(merged.body)))]

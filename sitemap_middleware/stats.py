@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
+from collections.abc import Iterable
 
 from .errors import EntryError
 
@@ -33,10 +34,20 @@ class Stats:
 
     def count(self, section: str, name: str, amount: int = 1) -> None:
         with self._lock:
-            counter = self._counters.get(section)
-            if counter is None:
-                counter = self._counters[section] = Counter()
-            counter[name] += amount
+            self._counter(section)[name] += amount
+
+    def count_each(self, section: str, names: Iterable[str]) -> None:
+        """One more of each of ``names``, under one lock (a replayed answer counts two or three)."""
+        with self._lock:
+            counter = self._counter(section)
+            for name in names:
+                counter[name] += 1
+
+    def _counter(self, section: str) -> Counter[str]:
+        counter = self._counters.get(section)
+        if counter is None:
+            counter = self._counters[section] = Counter()
+        return counter
 
     def skip(self, section: str, error: EntryError, raw: object) -> None:
         """Record and log one skipped entry, with its section and the reason.

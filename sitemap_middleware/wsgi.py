@@ -15,7 +15,7 @@ same environ and the original ``start_response``: nothing is wrapped or buffered
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from functools import partial
+from functools import lru_cache, partial
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
@@ -66,8 +66,7 @@ class SitemapWSGIMiddleware:
         route = gateway.match(method, path)
         if route is None:
             return self.app(environ, start_response)
-        # PEP 3333: environ strings are bytes decoded as latin-1, hence the round trip.
-        prefix = mount_prefix(environ.get("SCRIPT_NAME", "").encode("latin-1").decode("utf-8", "replace"))
+        prefix = _mount_prefix(environ.get("SCRIPT_NAME", ""))
         headers = {name: environ.get(key, "") for name, key in self._environ_keys}
         request = gateway.request(method.upper(), path, prefix, headers)
         outcome = gateway.respond(route, request)
@@ -98,6 +97,12 @@ class SitemapWSGIMiddleware:
             return step.block()
         assert isinstance(step, FetchApp)
         return _fetch_app(self.app, {**environ, "REQUEST_METHOD": "GET"})
+
+
+@lru_cache(maxsize=64)  # the server's mount points: a handful per process
+def _mount_prefix(script_name: str) -> str:
+    # PEP 3333: environ strings are bytes decoded as latin-1, hence the round trip.
+    return mount_prefix(script_name.encode("latin-1").decode("utf-8", "replace"))
 
 
 def _respond(

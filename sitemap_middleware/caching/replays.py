@@ -36,9 +36,8 @@ __all__ = ["Replays"]
 
 # Entries across all paths: distinct (path, signature) pairs answered from a stored document.
 DEFAULT_LIMIT = 4096
-# The headers a signature holds, and the most characters of them it may hold: a client
-# sending huge header values gets full answers, never memory of ours.
-_SIGNED = ("accept-encoding", "if-none-match", "if-modified-since")
+# The most characters of the headers a signature holds (Accept-Encoding, If-None-Match,
+# If-Modified-Since): a client sending huge header values gets full answers, never memory of ours.
 _MAX_SIGNED = 512
 
 
@@ -90,8 +89,7 @@ class Replays:
             if remembered.pop(signature, None) is not None:
                 self._size -= 1
             return None
-        for counter in (*origin.counters, "replayed"):
-            self._stats.count(origin.section, counter)
+        self._stats.count_each(origin.section, (*origin.counters, "replayed"))
         body = document.body if origin.sends_body else b""
         return Reply(replay.status, replay.headers, body, raw_headers=replay.raw_headers)
 
@@ -120,7 +118,9 @@ class Replays:
 def _signature(site_root: str, request: Request) -> Hashable | None:
     """What of the request its answer depends on, or ``None`` when too large to keep."""
     headers = request.headers
-    values = tuple(headers.get(name, "") for name in _SIGNED)
-    if sum(map(len, values)) > _MAX_SIGNED:
+    encoding = headers.get("accept-encoding", "")
+    etags = headers.get("if-none-match", "")
+    since = headers.get("if-modified-since", "")
+    if len(encoding) + len(etags) + len(since) > _MAX_SIGNED:
         return None
-    return (site_root, request.method, request.prefix, *values)
+    return (site_root, request.method, request.prefix, encoding, etags, since)

@@ -6,8 +6,9 @@ many documents are being rendered at once (a `Slot` each, held while the page st
 A deadline cuts a thread only when its provider stops making progress (`deadlines`), and
 a request waiting for another one's render waits here, on the loop, never in a thread::
 
-    capacity = LoopCapacities(threads=4, renders=16).current()   # this event loop's
-    slot = Slot(capacity.renders)
+    capacities = LoopCapacities(threads=4, renders=16)
+    capacity = capacities.current()                          # this event loop's limits
+    slot = Slot(capacities)
     if await slot.acquire(timeout):                          # False: every slot stayed busy
         reply = await in_thread(render, capacity.threads, timeout)   # TimeoutError: a stall
     calls = ThreadCalls(capacity.threads, timeout)           # a page's chunks: one keeper for all
@@ -83,25 +84,28 @@ class LoopCapacities:
 
 
 class Slot:
-    """One request's claim on a render slot: taken before it renders, given back once."""
+    """One request's claim on a render slot of its event loop: taken before it renders,
+    given back once. Nothing is looked up until it is taken: most answers never render."""
 
-    __slots__ = ("_held", "_semaphore")
+    __slots__ = ("_capacities", "_held")
 
-    def __init__(self, semaphore: anyio.Semaphore) -> None:
-        self._semaphore = semaphore
-        self._held = False
+    def __init__(self, capacities: LoopCapacities) -> None:
+        self._capacities = capacities
+        self._held: anyio.Semaphore | None = None
 
     async def acquire(self, timeout: float | None) -> bool:
-        if not self._held:
+        if self._held is None:
+            renders = self._capacities.current().renders
             with anyio.move_on_after(timeout):
-                await self._semaphore.acquire()
-                self._held = True
-        return self._held
+                await renders.acquire()
+                self._held = renders
+        return self._held is not None
 
     def release(self) -> None:
-        if self._held:
-            self._held = False
-            self._semaphore.release()
+        renders = self._held
+        if renders is not None:
+            self._held = None
+            renders.release()
 
 
 async def wait_for(wait: Wait) -> None:

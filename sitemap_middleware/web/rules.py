@@ -62,14 +62,15 @@ class Route:
     gz_file: bool = False
 
 
+_ROBOTS = Route("robots")
 # The HTML overview's route: its path is configured (`Sitemaps(overview_path=...)`), not matched here.
 OVERVIEW = Route("overview")
 
 
 def match_route(path: str, sections: Container[str]) -> Route | None:
     """The resource ``path`` names, or ``None`` when it belongs to the wrapped app."""
-    if path == ROBOTS_PATH:
-        return Route("robots")
+    if not path.startswith("/sitemap"):  # every path of ours but one: the app's paths leave here
+        return _ROBOTS if path == ROBOTS_PATH else None
     gz_file = path.endswith(".gz")
     if gz_file:
         path = path[:-3]
@@ -120,6 +121,7 @@ def accepts_gzip(accept_encoding: str | None) -> bool:
 
 
 @lru_cache(maxsize=64)
+@lru_cache(maxsize=64)  # the server's mount points: a handful per process
 def mount_prefix(script_name: str) -> str:
     """SCRIPT_NAME / root_path as the URI path our emitted URLs start with.
 
