@@ -50,6 +50,7 @@ class Gateway:
         self._overview_path = overview_path
         self._sites = sites
         self._services = dict(services)
+        self._default_site = sites.default
         self._default = self._services[sites.default]
         self._replays = replays
         self._clock = clock
@@ -83,7 +84,8 @@ class Gateway:
         site = self._sites.pick(request.headers)
         if site is None:
             return unknown_host()
-        service = self._services[site]
+        # A site hashes by its fields: most requests are for the default one, found without.
+        service = self._default if site is self._default_site else self._services[site]
         if route.kind == "robots":
             return flow.robots(service, request)
         if route.kind == "overview":

@@ -131,7 +131,10 @@ class MemoryStore:
 
     def get(self, key: str) -> Document | None:
         with self._lock:
-            return self._documents.get(key)
+            try:
+                return self._documents[key]  # one lookup: `get` would test, then look up
+            except KeyError:  # never stored, expired or evicted
+                return None
 
     def set(self, key: str, document: Document) -> None:
         charge = _charge(document)

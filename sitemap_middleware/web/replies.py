@@ -9,7 +9,9 @@ from __future__ import annotations
 import contextlib
 import weakref
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import NamedTuple
 
 from ..caching.stores import Document
 from . import rules
@@ -32,18 +34,18 @@ RETRY_AFTER_SECONDS = 120
 REQUEST_HEADERS = ("accept-encoding", "if-none-match", "if-modified-since", *HOST_HEADERS)
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
+class Request(NamedTuple):
     """What we read from a request: method, path below the mount prefix, a few headers.
 
     ``received``: when it arrived (epoch seconds): a document first produced for it is
-    dated no later, so its Last-Modified never follows the response's Date.
+    dated no later, so its Last-Modified never follows the response's Date. A named
+    tuple, not a frozen dataclass: one is built per request, in a quarter of the time.
     """
 
     method: str
     path: str
     prefix: str = ""
-    headers: Mapping[str, str] = field(default_factory=dict)  # lowercase names
+    headers: Mapping[str, str] = MappingProxyType({})  # lowercase names
     received: float = 0.0
 
     def header(self, name: str) -> str | None:
