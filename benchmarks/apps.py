@@ -12,7 +12,7 @@ Configured by environment, since a server imports them by name:
 - ``BENCH_PROVIDER_TIMEOUT``: `Sitemaps` ``provider_timeout`` in seconds (default: the package's).
 - ``BENCH_STALL_PAGES``: add section ``stalls`` of that many pages of `STALL_PAGE_SIZE` URLs
   (default 0: no such section), whose provider blocks for ``BENCH_STALL_SECONDS`` (default 4)
-  the first time each page is asked, then answers at once: a database that hangs once.
+  the first time each page but the last is asked, then answers at once: a database that hangs once.
 - ``BENCH_LARGE_PAGES``: add section ``large`` of that many pages of 50,000 URLs, a counted
   `Catalogue` (default 0: no such section). An identity page is ~9 MB: more than the kernel's
   socket buffers hold, so a client that stops reading one blocks the server.
@@ -84,7 +84,7 @@ def build_sitemaps() -> Sitemaps:
     stall_pages = int(_setting("BENCH_STALL_PAGES", "0"))
     if stall_pages:
         total = stall_pages * STALL_PAGE_SIZE
-        stalls = StallsOnce(float(_setting("BENCH_STALL_SECONDS", "4")))
+        stalls = StallsOnce(float(_setting("BENCH_STALL_SECONDS", "4")), total)
         sitemaps.add_provider("stalls", stalls, page_size=STALL_PAGE_SIZE, count=lambda: total)
     large_pages = int(_setting("BENCH_LARGE_PAGES", "0"))
     if large_pages:
@@ -94,21 +94,27 @@ def build_sitemaps() -> Sitemaps:
 
 
 class StallsOnce:
-    """A windowed provider that blocks before its first URL the first time each page is asked."""
+    """A windowed provider that blocks before its first URL the first time each page is asked.
 
-    def __init__(self, seconds: float) -> None:
+    Never on a window that reaches the end of the data: that is also what the index's
+    check of the declared count reads (the last window, and one row past the count), and
+    the stall is a page render's, not the index's. The last page never stalls.
+    """
+
+    def __init__(self, seconds: float, total: int) -> None:
         self.seconds = seconds
+        self.total = total
         self._asked: set[int] = set()
         self._lock = threading.Lock()
 
     def __call__(self, offset: int, limit: int | None) -> Iterator[Url]:
+        assert limit is not None  # a counted section is always asked for one window
         with self._lock:
-            first = offset not in self._asked
+            first = offset not in self._asked and offset + limit < self.total
             self._asked.add(offset)
         if first:
             time.sleep(self.seconds)  # sync, in a worker thread: the deadline abandons it
-        assert limit is not None  # a counted section is always asked for one window
-        return generate_urls(offset + limit, start=offset)
+        return generate_urls(min(offset + limit, self.total), start=offset)
 
 
 # -- the wrapped apps ---------------------------------------------------------------------------
