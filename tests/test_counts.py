@@ -191,3 +191,23 @@ def test_each_count_mismatch_is_counted_once() -> None:
     assert [plan.start(n) for n in range(1, plan.pages + 1)] == [0]
     assert plan.window is None  # measured: pages cut over valid entries
     assert stats.snapshot()["products"]["count_mismatch"] == 1
+
+
+def test_a_count_is_trusted_where_checking_it_would_iterate_the_provider(make_client: MakeClient) -> None:
+    """A provider that can only be iterated would have to be read whole to check its count:
+    exactly what a count is declared to avoid. Its index pulls no entry at all."""
+    pulled = 0
+
+    def products() -> Iterator[str]:
+        nonlocal pulled
+        for n in range(1_000_000):
+            pulled += 1
+            yield f"/p/{n}"
+
+    sitemaps = Sitemaps(base_url=BASE, cache=None)
+    sitemaps.add_provider("products", products, page_size=50_000, count=lambda: 1_000_000)
+    client = make_client(sitemaps)
+    assert len(locs(validate(client.get("/sitemap-index.xml").body))) == 20
+    assert pulled == 0
+    page = locs(validate(client.get("/sitemap-products-20.xml").body))
+    assert page[0] == f"{BASE}/p/950000" and page[-1] == f"{BASE}/p/999999"
