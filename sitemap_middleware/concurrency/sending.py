@@ -12,6 +12,7 @@ deadline counts from its last batch, `ThreadCalls`), or the client stops reading
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from functools import partial
 from typing import Any
@@ -27,6 +28,9 @@ __all__ = ["stream_body"]
 
 Message = MutableMapping[str, Any]
 _DONE = object()
+# A hop's most bytes (a 50,000-URL page is about 50 chunks of 160 KB) and time.
+HOP_BYTES = 256 * 1024
+HOP_SECONDS = 0.01
 
 
 async def stream_body(
@@ -48,9 +52,11 @@ async def stream_body(
         async with anyio.create_task_group() as group:
             group.start_soon(_cancel_on_disconnect, receive, group.cancel_scope)
             group.start_soon(calls.keep)  # one deadline keeper for every chunk's call
+            take = partial(next, chunks, _DONE)  # the first chunk alone: first bytes at once
             while True:
                 try:
-                    chunk = await calls.run(partial(next, chunks, _DONE))
+                    chunk = await calls.run(take)
+                    take = partial(_next_bytes, chunks)
                 except TimeoutError:
                     raise ProviderError.stalled(timeout) from None
                 except Busy:
@@ -65,6 +71,30 @@ async def stream_body(
             group.cancel_scope.cancel()
     except BaseExceptionGroup as errors:
         raise_unwrapped(errors)
+
+
+def _next_bytes(chunks: Iterator[bytes]) -> bytes | object:
+    """The next chunk, joined with those that follow at once (up to `HOP_BYTES`, within
+    `HOP_SECONDS`), or `_DONE`.
+
+    Each call is a hop from the event loop to a worker thread and back: on two CPUs,
+    where the thread runs on the other one, a hop per chunk cost a cold 50,000-URL page a
+    fifth of its speed (benchmarks/README.md, issue 10). A provider that is slow between
+    batches still streams batch by batch: the time bound sends what is made (though a
+    chunk made just before a provider stalls waits for it, for the deadline at most).
+    """
+    first = next(chunks, _DONE)
+    if first is _DONE or len(first) >= HOP_BYTES:  # type: ignore[arg-type]
+        return first
+    parts: list[bytes] = [first]  # type: ignore[list-item]
+    size = len(first)  # type: ignore[arg-type]
+    until = time.monotonic() + HOP_SECONDS
+    for chunk in chunks:
+        parts.append(chunk)
+        size += len(chunk)
+        if size >= HOP_BYTES or time.monotonic() > until:
+            break
+    return b"".join(parts)
 
 
 async def _cancel_on_disconnect(receive: Callable[[], Awaitable[Message]], scope: anyio.CancelScope) -> None:
