@@ -51,6 +51,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+S = TypeVar("S")
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,10 +218,11 @@ def robots(service: Service, request: Request) -> Flow[Reply]:
     return reply
 
 
-def run_blocking(flow: Flow[T], perform: Callable[[Step], Any]) -> T:
+def run_blocking(flow: Generator[S, Any, T], perform: Callable[[S], Any]) -> T:
     """Drive ``flow`` to its result on this thread; ``perform`` does each step.
 
-    What a step raises is thrown into the flow, which decides what it answers.
+    What a step raises is thrown into the flow, which decides what it answers. Any
+    sans-I/O generator drives the same way (a Redis exchange: `redis.link`).
     """
     try:
         step = flow.send(None)
@@ -237,7 +239,7 @@ def run_blocking(flow: Flow[T], perform: Callable[[Step], Any]) -> T:
         flow.close()
 
 
-async def run_async(flow: Flow[T], perform: Callable[[Step], Awaitable[Any]]) -> T:
+async def run_async(flow: Generator[S, Any, T], perform: Callable[[S], Awaitable[Any]]) -> T:
     """`run_blocking`'s twin on the event loop: ``perform`` awaits each step."""
     try:
         step = flow.send(None)

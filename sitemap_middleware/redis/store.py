@@ -18,7 +18,7 @@ from ..config import check_timeout
 from ..errors import ConfigurationError
 from ..stats import Stats
 from .flights import RedisFlights
-from .link import Away, Link, fresh
+from .link import Away, Exchange, Link, fresh
 from .scripts import Keys, Template, token
 
 __all__ = ["RedisStore"]
@@ -112,11 +112,14 @@ class RedisStore:
         self._link.invalidate("" if section is None else section, fresh())
 
     def get(self, key: str) -> Document | None:
+        return self._link.run(self._getting(key))
+
+    def _getting(self, key: str) -> Exchange[Document | None]:
         template = Template.parse(key)
         held = self._held(key)
         link = self._link
         try:
-            reply = link.script(
+            reply = yield from link.exchange(
                 "get",
                 [self._keys.generations],
                 [
@@ -176,7 +179,7 @@ class RedisStore:
     def current_bytes(self) -> int:
         """Bytes the documents in Redis are charged for (never above ``max_bytes``)."""
         try:
-            total = self._link.run(lambda: self._link.client.hget(self._keys.sizes, ""))
+            total = self._link.call(lambda: self._link.client.hget(self._keys.sizes, ""))
         except Away:
             return 0
         return int(total or 0)
