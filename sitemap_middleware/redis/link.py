@@ -1,10 +1,11 @@
 """This process's link to Redis: its calls, what it last saw there, and what it does without it.
 
 What this process says to Redis is written once, as *exchanges*: sans-I/O generators
-that yield commands and are sent their replies (`exchange`, and what the store builds on
-it), driven on the sync client by `Link.run` where blocking is allowed, so that another
-driver can run the very same exchange on an asyncio client: one code path for what is
-asked, how replies are read, and what an outage does.
+that yield commands and are sent their replies (`script`, and what the store builds on
+it), so the same exchange runs on the sync client (`Link.run`, where blocking is allowed)
+and on an asyncio one, awaited on the event loop (`Link.run_on_loop`, the lookups of
+`RedisStore.aget`): one code path for what is asked, how replies are read, and what an
+outage does.
 
 Redis going away (a refused or timed-out connection, a replica that became read-only)
 never reaches a request: the exchange raises `Away`, and the caller does without Redis
@@ -18,7 +19,7 @@ while one prober thread retries every ``retry_interval`` seconds::
         except Away:
             return None                           # answer without Redis
         ...
-    link.run(getting(key))
+    link.run(getting(key))                        # or: await link.run_on_loop(getting(key), clients)
 
 An invalidation Redis could not hear is kept (`Link.invalidate`) and pushed by the prober
 before anything else: until then this process keeps doing without Redis, so it never
@@ -36,14 +37,18 @@ import time
 import uuid
 from collections.abc import Callable, Generator, Sequence
 from functools import partial
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import redis
 from redis.exceptions import NoScriptError, ReadOnlyError, RedisError
 
-from ..flow import run_blocking
+from ..flow import run_async, run_blocking
 from ..stats import Stats, logger
+from .mirror import mirror
 from .scripts import ADOPT, SCRIPTS, Keys
+
+if TYPE_CHECKING:
+    from ..concurrency.loop_clients import LoopClients
 
 __all__ = ["Away", "Command", "Exchange", "Link", "command", "fresh"]
 
@@ -87,6 +92,8 @@ class Link:
 
     def __init__(self, client: redis.Redis, keys: Keys, *, retry_interval: float, stats: Stats) -> None:
         self.client = client
+        # Makes this client's asyncio twin, one per event loop (`run_on_loop`); None: cannot.
+        self.mirror = mirror(client)
         self._send = partial(_apply, client)
         self.keys = keys
         self.stats = stats
@@ -118,6 +125,13 @@ class Link:
     def run(self, exchange: Exchange[T]) -> T:
         """``exchange`` on the sync client, on this thread."""
         return run_blocking(exchange, self._send)
+
+    async def run_on_loop(self, exchange: Exchange[T], clients: LoopClients) -> T:
+        """``exchange`` on this event loop's asyncio client (made on first use; ``clients``
+        closes it). Only where `mirror` is set."""
+        assert self.mirror is not None
+        client = clients.get(self, self.mirror)
+        return await run_async(exchange, partial(_apply, client))
 
     def exchange(self, name: str, keys: Sequence[str], args: Sequence[str | bytes | int]) -> Exchange[Any]:
         """One of `scripts.SCRIPTS`; `Away` when Redis is gone (now, or for the last few moments)."""
