@@ -108,7 +108,7 @@ def workers(name: str, factory: str, count: int, **env: str) -> Server:
     """``factory`` under ``uvicorn --workers count`` on one port."""
     port = free_port()
     argv = [sys.executable, "-m", "uvicorn", factory, "--factory", "--host", HOST, "--port", str(port)]
-    argv += ["--workers", str(count), "--log-level", "warning", "--no-access-log", "--lifespan", "off"]
+    argv += ["--workers", str(count), "--log-level", "warning", "--no-access-log", "--lifespan", "auto"]
     return Server(name, argv, port, bench_env(**env))
 
 

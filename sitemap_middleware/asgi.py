@@ -6,9 +6,10 @@
 Answers come from the shared `gateway.Gateway`; a cold one is a `flow.Flow` whose steps
 this adapter performs: blocking work in worker threads (sync providers and rendering
 never block the event loop; async providers are handed back to it), calls to a store
-that waits on the network (Redis) in threads of their own, waiting for another
-request's render on the loop. Non-``http`` scopes and paths we do not own reach
-the app untouched.
+that waits on the network (Redis) in threads of their own, or awaited on the loop
+through its asyncio client once the app's lifespan has started (`concurrency.loop_clients`),
+waiting for another request's render on the loop. Non-``http`` scopes and paths we do
+not own reach the app untouched (the lifespan's messages too, as they are).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from .concurrency.loop_clients import ClientsPerLoop
 from .concurrency.offload import LoopCapacities, Slot, in_thread, on_loop, wait_for
 from .concurrency.sending import stream_body
 from .config import check_count, check_timeout
@@ -74,10 +76,15 @@ class SitemapASGIMiddleware:
         self._send_timeout = check_timeout("send_timeout", send_timeout)
         # Async providers run on this app's event loop, under the same deadline.
         self._run_async = partial(on_loop, self._timeout)
+        # A store's asyncio clients, per event loop, for as long as the app's lifespan.
+        self._clients = ClientsPerLoop()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
-            await self.app(scope, receive, send)
+            if scope["type"] == "lifespan":
+                await self._clients.lifespan(self.app, scope, receive, send)
+            else:
+                await self.app(scope, receive, send)
             return
         gateway = self._gateway
         path = route_path(scope["path"], scope.get("root_path", ""))
@@ -126,6 +133,9 @@ class SitemapASGIMiddleware:
             threads = self._capacities.current().threads
             return await in_thread(partial(step.func, self._run_async), threads, self._timeout)
         if isinstance(step, Call):
+            clients = self._clients.current()
+            if step.on_loop is not None and clients is not None:
+                return await step.on_loop(clients)
             return await anyio.to_thread.run_sync(step.func, limiter=self._capacities.current().calls)
         if isinstance(step, Wait):
             return await wait_for(step)

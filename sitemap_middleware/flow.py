@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .caching.resources import Resource
 from .concurrency.flights import Flight, SingleFlight
 from .errors import ProviderError
 from .providers import AsyncRunner
@@ -31,7 +32,7 @@ from .web.replies import Reply, Request
 from .web.rules import OVERVIEW, Route
 
 if TYPE_CHECKING:
-    from .caching.resources import Resource
+    from .concurrency.loop_clients import LoopClients
     from .service import Service
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+S = TypeVar("S")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,9 +75,14 @@ class Call:
     (the store's own timeouts bound it, not the provider deadline, and it never waits for
     a render thread); under WSGI, and inside a render, in place. An in-process store is
     called directly instead, at no cost.
+
+    ``on_loop``: the same call through an asyncio client, which the ASGI adapter awaits on
+    the loop instead, where it can close what that makes (`concurrency.loop_clients`):
+    no thread hop. Only the request's lookup has one (`Service.fetch`).
     """
 
     func: Callable[[], Any]
+    on_loop: Callable[[LoopClients], Awaitable[Any]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,8 +178,7 @@ def _look_or_claim(
 def answer(service: Service, route: Route, request: Request) -> Flow[Reply]:
     """An index or a page: from the store, else rendered once for all who ask at once."""
     try:
-        look = partial(service.lookup, route, request)
-        found = (yield Call(look)) if service.blocking else look()
+        found = yield from _lookup(service, route, request)
         if found is None:
             found = yield Offload(partial(service.resolve, route, request))
         if isinstance(found, Reply):
@@ -198,6 +204,17 @@ def answer(service: Service, route: Route, request: Request) -> Flow[Reply]:
         return service.busy(route, request)
 
 
+def _lookup(service: Service, route: Route, request: Request) -> Flow[Reply | Resource | None]:
+    """`Service.lookup`, its store call a step of its own when the store waits on the network."""
+    if not service.blocking:
+        return service.lookup(route, request)
+    found = service.locate(route, request)
+    if not isinstance(found, Resource):
+        return found
+    document = yield service.fetch(found)
+    return service.answer_from(document, found, route, request) or found
+
+
 def overview(service: Service, request: Request) -> Flow[Reply]:
     """The HTML overview: built from the section plans, where blocking is allowed."""
     try:
@@ -217,10 +234,11 @@ def robots(service: Service, request: Request) -> Flow[Reply]:
     return reply
 
 
-def run_blocking(flow: Flow[T], perform: Callable[[Step], Any]) -> T:
+def run_blocking(flow: Generator[S, Any, T], perform: Callable[[S], Any]) -> T:
     """Drive ``flow`` to its result on this thread; ``perform`` does each step.
 
-    What a step raises is thrown into the flow, which decides what it answers.
+    What a step raises is thrown into the flow, which decides what it answers. Any
+    sans-I/O generator drives the same way (a Redis exchange: `redis.link`).
     """
     try:
         step = flow.send(None)
@@ -237,7 +255,7 @@ def run_blocking(flow: Flow[T], perform: Callable[[Step], Any]) -> T:
         flow.close()
 
 
-async def run_async(flow: Flow[T], perform: Callable[[Step], Awaitable[Any]]) -> T:
+async def run_async(flow: Generator[S, Any, T], perform: Callable[[S], Awaitable[Any]]) -> T:
     """`run_blocking`'s twin on the event loop: ``perform`` awaits each step."""
     try:
         step = flow.send(None)

@@ -80,6 +80,8 @@ class Service:
         self.flights = None if store is None else store.flights
         # Whether store calls may wait on the network: `flow` then makes them as `Call`s.
         self.blocking = store is not None and getattr(store, "blocking", True)
+        # Its `get` through an asyncio client, awaited on the event loop (`RedisStore.aget`).
+        self._aget = getattr(store, "aget", None) if self.blocking else None
         # Identity copies beside stored documents, where the store keeps them.
         self._copies = store if isinstance(store, MemoryStore) else None
         # A follower stops waiting for a leader whose provider is silent this long.
@@ -110,13 +112,26 @@ class Service:
         """Without calling a provider: a `Reply` (a hit, 404, 405), the `Resource` to
         render (a miss), or ``None`` when only `resolve` can tell (a section with a
         declared version). It blocks only on a ``blocking`` store."""
+        found = self.locate(route, request)
+        if isinstance(found, Resource):
+            return self.stored(found, route, request) or found
+        return found
+
+    def locate(self, route: rules.Route, request: Request) -> Reply | Resource | None:
+        """`lookup` without its store call: the `Resource` whose document answers."""
         answered = early(route, request)
         if answered is not None:
             return answered
         if self.resources.declares_version(route):
             return None
-        resource = self.resources.resource(route, request.prefix, _no_async)
-        return self.stored(resource, route, request) or resource
+        return self.resources.resource(route, request.prefix, _no_async)
+
+    def fetch(self, resource: Resource) -> Call:
+        """The store's document for ``resource`` as one `flow.Call` (``blocking`` stores),
+        awaited on the event loop where the store has an asyncio client (``aget``)."""
+        assert self.store is not None
+        get = partial(self.store.get, resource.key)
+        return Call(get, None if self._aget is None else partial(self._aget, resource.key))
 
     def resolve(self, route: rules.Route, request: Request, run_async: AsyncRunner) -> Reply | Resource:
         """`lookup`, calling declared versions and counts: a 304 before any URL is iterated."""
@@ -132,7 +147,12 @@ class Service:
         """The answer from the stored document, if the store holds one."""
         if self.store is None:
             return None
-        document = self.store.get(resource.key)
+        return self.answer_from(self.store.get(resource.key), resource, route, request)
+
+    def answer_from(
+        self, document: Document | None, resource: Resource, route: rules.Route, request: Request
+    ) -> Reply | None:
+        """The answer from ``document`` as the store returned it (``None``: none stored)."""
         return None if document is None else self._from_document(document, resource, route, request)
 
     def failed(self, route: rules.Route, request: Request, error: ProviderError) -> Reply:

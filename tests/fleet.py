@@ -74,6 +74,11 @@ def asgi_app() -> Any:
     sitemaps, store = build()
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":  # as a framework answers it: lookups then run on the loop
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
         # In a thread: invalidating is a round trip to Redis, never made on the event loop.
         status, body = await anyio.to_thread.run_sync(
             own_answer, sitemaps, store, scope["path"], scope["query_string"].decode()
@@ -102,7 +107,7 @@ def main(adapter: str) -> None:
 
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.bind(("127.0.0.1", 0))
-        config = uvicorn.Config(asgi_app(), log_config=None, access_log=False, lifespan="off", ws="none")
+        config = uvicorn.Config(asgi_app(), log_config=None, access_log=False, lifespan="on", ws="none")
         print(sock.getsockname()[1], flush=True)
         uvicorn.Server(config).run(sockets=[sock])
     else:

@@ -38,9 +38,11 @@ class _QuietHandler(WSGIRequestHandler):
 
 
 @contextmanager
-def uvicorn_serving(app: Any, root_path: str = "", http: str = "h11", port: int = 0) -> Iterator[int]:
+def uvicorn_serving(
+    app: Any, root_path: str = "", http: str = "h11", port: int = 0, lifespan: str = "auto"
+) -> Iterator[int]:
     """Serve the ASGI ``app`` with uvicorn (``http``: its h11 or httptools protocol) in a thread,
-    on ``port`` (one the system picks by default)."""
+    on ``port`` (one the system picks by default); ``lifespan`` as uvicorn's option."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", port))
     config = uvicorn.Config(
@@ -50,6 +52,7 @@ def uvicorn_serving(app: Any, root_path: str = "", http: str = "h11", port: int 
         access_log=False,
         ws="none",
         http=http,
+        lifespan=lifespan,
         timeout_graceful_shutdown=2,
     )
     server = uvicorn.Server(config)

@@ -44,7 +44,6 @@ def run(app: Any, scope: dict[str, Any], send: Any, receive: Any = None) -> None
 @pytest.mark.parametrize(
     "scope",
     [
-        pytest.param({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, id="lifespan"),
         pytest.param(
             {**http_scope("/sitemap-index.xml"), "type": "websocket", "subprotocols": []},
             id="websocket-on-our-path",
@@ -60,6 +59,55 @@ def test_non_http_scope_reaches_the_app_untouched(scope: dict[str, Any]) -> None
     assert seen_receive is receive
     assert seen_send is send
     assert send.messages == []
+
+
+class LifespanApp:
+    """Answers the lifespan protocol as Starlette does; keeps what it was called with and sent."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, Any]] = []
+        self.sent: list[Message] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        self.calls.append((scope, receive))
+        for phase in ("startup", "shutdown"):
+            assert (await receive())["type"] == f"lifespan.{phase}"
+            message = {"type": f"lifespan.{phase}.complete"}
+            self.sent.append(message)
+            await send(message)
+
+
+class LifespanReceive:
+    """A server's ``receive`` for a lifespan: startup, then shutdown."""
+
+    def __init__(self) -> None:
+        self._messages = iter([{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}])
+
+    async def __call__(self) -> Message:
+        return next(self._messages)
+
+
+def lifespan_scope() -> dict[str, Any]:
+    return {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}
+
+
+def test_lifespan_reaches_the_app_with_its_scope_and_its_messages_reach_the_server_as_sent() -> None:
+    app = LifespanApp()
+    send, receive, scope = Recorder(), LifespanReceive(), lifespan_scope()
+    run(shop().asgi(app), scope, send, receive)
+    [(seen_scope, seen_receive)] = app.calls
+    assert seen_scope is scope
+    assert seen_receive is receive
+    assert len(send.messages) == 2
+    assert all(got is sent for got, sent in zip(send.messages, app.sent, strict=True))
+
+
+def test_an_app_refusing_the_lifespan_fails_it_as_it_would_alone() -> None:
+    async def refusing(scope: Any, receive: Any, send: Any) -> None:
+        raise RuntimeError("no lifespan here")  # servers read this as "lifespan unsupported"
+
+    with pytest.raises(RuntimeError, match="no lifespan here"):
+        run(shop().asgi(refusing), lifespan_scope(), Recorder(), LifespanReceive())
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,8 @@ connections pass through a `Partition` that can *stall*: Redis accepts commands 
 answers, as a paused (``kill -STOP``) or overloaded server does, until the client's
 ``socket_timeout``. While a sitemap request waits on it, the app's own route must answer
 at once; the sitemap request then gets its answer without Redis (rendered locally, counted).
+With the app's lifespan run, a request's lookup waits on the loop (``redis.asyncio``), and
+without it in a worker thread: both leave the loop free.
 """
 
 from __future__ import annotations
@@ -37,12 +39,12 @@ SOCKET_TIMEOUT = 2.0  # how long a silent Redis holds one call
 PROMPT = SOCKET_TIMEOUT / 4
 
 
-def store_through(partition: Partition, prefix: str) -> RedisStore:
+def store_through(partition: Partition, prefix: str, timeout: float = SOCKET_TIMEOUT) -> RedisStore:
     client = redis.Redis(
         host="127.0.0.1",
         port=partition.port,
-        socket_timeout=SOCKET_TIMEOUT,
-        socket_connect_timeout=SOCKET_TIMEOUT,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
         retry=Retry(NoBackoff(), 0),
     )
     return RedisStore(client, prefix=prefix, retry_interval=0.05)
@@ -94,13 +96,17 @@ def prefix() -> str:
     return f"loop-{uuid.uuid4().hex[:12]}:"
 
 
+@pytest.mark.parametrize(
+    "lifespan",
+    [pytest.param("auto", id="lookup-on-the-loop"), pytest.param("off", id="lookup-in-a-thread")],
+)
 def test_a_cold_page_waiting_on_a_silent_redis_leaves_the_app_answering(
-    partition: Partition, prefix: str
+    partition: Partition, prefix: str, lifespan: str
 ) -> None:
     catalogue = Catalogue(count=3)
     store = store_through(partition, prefix)
     sitemaps, _ = build(catalogue, cache=store)
-    with uvicorn_serving(sitemaps.asgi(apps.starlette_app())) as port:
+    with uvicorn_serving(sitemaps.asgi(apps.starlette_app()), lifespan=lifespan) as port:
         server = Server(port, "starlette")
         partition.stall()  # from the first command on
         asking = Asking(server, PAGE)
@@ -116,6 +122,23 @@ def test_a_cold_page_waiting_on_a_silent_redis_leaves_the_app_answering(
         calls = catalogue.calls
         assert server.fetch(PAGE) == page.body
         assert catalogue.calls == calls  # stored in Redis again, and served from it
+
+
+def test_shutting_down_while_a_lookup_waits_on_a_silent_redis_waits_its_timeout_at_most(
+    partition: Partition, prefix: str
+) -> None:
+    timeout = SOCKET_TIMEOUT / 2  # the request ends well within uvicorn's graceful 2 s
+    store = store_through(partition, prefix, timeout)
+    sitemaps, _ = build(Catalogue(count=3), cache=store)
+    with uvicorn_serving(sitemaps.asgi(apps.starlette_app())) as port:
+        partition.stall()
+        asking = Asking(Server(port, "starlette"), PAGE)
+        assert partition.heard.wait(WAIT), f"GET {PAGE} asks Redis"
+        stopping = time.monotonic()
+    took = time.monotonic() - stopping
+    assert took < timeout + PROMPT, f"uvicorn took {took:.2f} s to stop"
+    assert asking.answer().status == 200  # rendered without Redis
+    assert store.stats.snapshot()[""]["redis_outages"] == 1
 
 
 def test_robots_txt_waiting_on_a_silent_redis_leaves_the_app_answering(

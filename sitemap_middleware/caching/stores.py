@@ -69,6 +69,11 @@ class CacheStore(Protocol):
       The ASGI adapter then makes every one in a worker thread, so that a slow or silent
       store never stalls the event loop; ``False`` only for a store that answers from
       memory, called on the loop at no thread hop. A store without it counts as blocking.
+      A blocking store may also offer ``aget(key, clients)``, its ``get`` through an
+      asyncio client it keeps in ``clients`` (`concurrency.loop_clients`): the ASGI
+      adapter awaits a request's lookup on the loop through it (`RedisStore`).
+    - ``generation`` never waits on the network, whatever ``blocking`` says: keys are
+      built on the event loop (a shared store resolves generations inside its own calls).
     """
 
     blocking: bool

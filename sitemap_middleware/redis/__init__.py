@@ -22,9 +22,12 @@ What a fleet gets from it:
   (`link.Link`), pushing first any invalidation it made meanwhile. A Redis that comes
   back as a new instance (restarted, failed over) serves nothing stored before.
 - A slow or silent Redis never stalls an event loop: the store declares its calls
-  ``blocking``, so the ASGI adapter makes them in worker threads (`flow.Call`), and what no
-  request waits on (releasing, watching and renewing locks) runs on one background thread
-  (`flights.RedisFlights`). Each call waits ``socket_timeout`` at most.
+  ``blocking``, so the ASGI adapter makes them in worker threads (`flow.Call`), except a
+  request's lookup (a cached page, a 304), which it awaits on the loop through a
+  ``redis.asyncio`` client with the same settings (`mirror`), one per event loop, closed
+  at the app's lifespan shutdown (`concurrency.loop_clients`; without a lifespan, in a
+  thread). What no request waits on (releasing, watching and renewing locks) runs on one
+  background thread (`flights.RedisFlights`). Each call waits ``socket_timeout`` at most.
 - Memory: each document once in Redis, expiring after ``ttl``, and at most ``max_bytes``
   of them (oldest first), whatever Redis's own ``maxmemory`` says; a small per-process
   copy of recently served bodies (``local_bytes``) spares refetching unchanged ones.

@@ -195,7 +195,7 @@ class RedisFlights:
             pipe.get(flight.lock)
             pipe.pttl(flight.lock)
         try:
-            replies = link.run(pipe.execute)
+            replies = link.call(pipe.execute)
         except Away:
             replies = [None, -2] * len(followed)  # without Redis, followers render for themselves
         for n, flight in enumerate(followed):

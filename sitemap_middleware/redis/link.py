@@ -1,16 +1,25 @@
 """This process's link to Redis: its calls, what it last saw there, and what it does without it.
 
-Every call goes through `Link.run` (or `Link.script`). Redis going away (a refused or
-timed-out connection, a replica that became read-only) never reaches a request: the call
-raises `Away`, and the caller does without Redis (renders the page itself, stores
-nothing). The first such error is logged and counted as an outage; from then on calls
-are refused at once, without touching the network, while one prober thread retries every
-``retry_interval`` seconds::
+What this process says to Redis is written once, as *exchanges*: sans-I/O generators
+that yield commands and are sent their replies (`script`, and what the store builds on
+it), so the same exchange runs on the sync client (`Link.run`, where blocking is allowed)
+and on an asyncio one, awaited on the event loop (`Link.run_on_loop`, the lookups of
+`RedisStore.aget`): one code path for what is asked, how replies are read, and what an
+outage does.
 
-    try:
-        reply = link.script("get", [keys.generations], args)
-    except Away:
-        ...                                   # answer without Redis
+Redis going away (a refused or timed-out connection, a replica that became read-only)
+never reaches a request: the exchange raises `Away`, and the caller does without Redis
+(renders the page itself, stores nothing). The first such error is logged and counted as
+an outage; from then on exchanges are refused at once, without touching the network,
+while one prober thread retries every ``retry_interval`` seconds::
+
+    def getting(key) -> Exchange[bytes | None]:
+        try:
+            reply = yield from link.exchange("get", [keys.generations], args)
+        except Away:
+            return None                           # answer without Redis
+        ...
+    link.run(getting(key))                        # or: await link.run_on_loop(getting(key), clients)
 
 An invalidation Redis could not hear is kept (`Link.invalidate`) and pushed by the prober
 before anything else: until then this process keeps doing without Redis, so it never
@@ -26,18 +35,29 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Generator, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import redis
 from redis.exceptions import NoScriptError, ReadOnlyError, RedisError
 
+from ..flow import run_async, run_blocking
 from ..stats import Stats, logger
+from .mirror import mirror
 from .scripts import ADOPT, SCRIPTS, Keys
 
-__all__ = ["Away", "Link", "fresh"]
+if TYPE_CHECKING:
+    from ..concurrency.loop_clients import LoopClients
+
+__all__ = ["Away", "Command", "Exchange", "Link", "command", "fresh"]
 
 T = TypeVar("T")
+
+# One command, given a client: its reply from a sync client, an awaitable of it from an asyncio one.
+Command = Callable[[Any], Any]
+# A conversation with Redis: yields commands, is sent their replies, returns what it read.
+Exchange = Generator[Command, Any, T]
 
 # Errors that mean Redis is gone for now; any other error fails one call only.
 _OUTAGES = (redis.ConnectionError, redis.TimeoutError, ReadOnlyError)
@@ -54,11 +74,27 @@ def fresh() -> str:
     return uuid.uuid4().hex[:16]
 
 
+def command(*args: Any) -> Command:
+    """``args`` as one Redis command (``"HGET", key, field``), for either kind of client."""
+    return partial(_execute, args)
+
+
+def _execute(args: tuple[Any, ...], client: Any) -> Any:
+    return client.execute_command(*args)
+
+
+def _apply(client: Any, step: Command) -> Any:
+    return step(client)
+
+
 class Link:
     """One client, the scripts it runs, its health, and the generations it last saw."""
 
     def __init__(self, client: redis.Redis, keys: Keys, *, retry_interval: float, stats: Stats) -> None:
         self.client = client
+        # Makes this client's asyncio twin, one per event loop (`run_on_loop`); None: cannot.
+        self.mirror = mirror(client)
+        self._send = partial(_apply, client)
         self.keys = keys
         self.stats = stats
         self._retry_interval = retry_interval
@@ -86,22 +122,28 @@ class Link:
 
     # -- calls ---------------------------------------------------------------------------------
 
-    def run(self, call: Callable[[], T]) -> T:
-        """``call()``, or `Away` when Redis is gone (now, or for the last few moments)."""
-        if self._down:
-            self._probe_soon()
-            raise Away
-        try:
-            return call()
-        except _OUTAGES as error:
-            self._lost(error)
-            raise Away from error
-        except RedisError as error:
-            self._failed(error)
-            raise Away from error
+    def run(self, exchange: Exchange[T]) -> T:
+        """``exchange`` on the sync client, on this thread."""
+        return run_blocking(exchange, self._send)
+
+    async def run_on_loop(self, exchange: Exchange[T], clients: LoopClients) -> T:
+        """``exchange`` on this event loop's asyncio client (made on first use; ``clients``
+        closes it). Only where `mirror` is set."""
+        assert self.mirror is not None
+        client = clients.get(self, self.mirror)
+        return await run_async(exchange, partial(_apply, client))
+
+    def exchange(self, name: str, keys: Sequence[str], args: Sequence[str | bytes | int]) -> Exchange[Any]:
+        """One of `scripts.SCRIPTS`; `Away` when Redis is gone (now, or for the last few moments)."""
+        return self._guarded(self._eval(name, keys, args))
 
     def script(self, name: str, keys: Sequence[str], args: Sequence[str | bytes | int]) -> Any:
-        return self.run(lambda: self._eval(name, keys, args))
+        """`exchange` on this thread."""
+        return self.run(self.exchange(name, keys, args))
+
+    def call(self, call: Callable[[], T]) -> T:
+        """``call()`` (a pipeline on `client`) on this thread, or `Away` as `script` says."""
+        return self.run(self._guarded(_calling(call)))
 
     def invalidate(self, field: str, value: str) -> None:
         """Set a generation in Redis, or keep it for when Redis is back (and do without it until then)."""
@@ -113,21 +155,37 @@ class Link:
                 self._down = True
             self._probe_soon()
 
-    def _eval(self, name: str, keys: Sequence[str], args: Sequence[str | bytes | int]) -> Any:
+    def _guarded(self, exchange: Exchange[T]) -> Exchange[T]:
+        """``exchange``, with what an outage or a failed call does (`Away`)."""
+        if self._down:
+            self._probe_soon()
+            raise Away
         try:
-            return self.client.evalsha(self._shas[name], len(keys), *keys, *args)
-        except NoScriptError:
-            self._adopt()
-            return self.client.evalsha(self._shas[name], len(keys), *keys, *args)
+            return (yield from exchange)
+        except _OUTAGES as error:
+            self._lost(error)
+            raise Away from error
+        except RedisError as error:
+            self._failed(error)
+            raise Away from error
 
-    def _adopt(self) -> None:
+    def _eval(self, name: str, keys: Sequence[str], args: Sequence[str | bytes | int]) -> Exchange[Any]:
+        evalsha = command("EVALSHA", self._shas[name], len(keys), *keys, *args)
+        try:
+            return (yield evalsha)
+        except NoScriptError:
+            yield from self._adopt()
+            return (yield evalsha)
+
+    def _adopt(self) -> Exchange[None]:
         """A Redis without our scripts: a new instance, unless another process adopted it first."""
         try:
-            run_id = str(self.client.info("server").get("run_id") or "")
+            info = yield command("INFO", "server")
+            run_id = str(info.get("run_id") or "")
         except RedisError:
             run_id = ""
         run_id = run_id or f"unknown-{fresh()}"  # INFO refused: treat it as new every time
-        if self.client.eval(ADOPT, 1, self.keys.generations, run_id, fresh()):
+        if (yield command("EVAL", ADOPT, 1, self.keys.generations, run_id, fresh())):
             self.stats.count("", "redis_new_instances")
             logger.warning(
                 "sitemap cache: Redis %s is a new instance (restart or failover): "
@@ -135,7 +193,7 @@ class Link:
                 run_id,
             )
         for source in self._sources.values():
-            self.client.script_load(source)
+            yield command("SCRIPT LOAD", source)
 
     # -- health ----------------------------------------------------------------------------
 
@@ -178,7 +236,7 @@ class Link:
         try:
             if pending:
                 pairs = [item for field_value in pending.items() for item in field_value]
-                self._eval("invalidate", [self.keys.generations], [fresh(), *pairs])
+                self.run(self._eval("invalidate", [self.keys.generations], [fresh(), *pairs]))
             else:
                 self.client.ping()
         except RedisError:
@@ -193,6 +251,11 @@ class Link:
         self.stats.count("", "redis_recoveries")
         logger.info("sitemap cache: Redis is back; documents are shared again")
         return True
+
+
+def _calling(call: Callable[[], T]) -> Exchange[T]:
+    reply: T = yield lambda _client: call()
+    return reply
 
 
 def _sha1(source: str) -> str:

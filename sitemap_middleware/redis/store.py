@@ -6,7 +6,8 @@ See the package's docstring (`sitemap_middleware.redis`) for what it guarantees.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 import redis
 from cachetools import LRUCache
@@ -18,8 +19,11 @@ from ..config import check_timeout
 from ..errors import ConfigurationError
 from ..stats import Stats
 from .flights import RedisFlights
-from .link import Away, Link, fresh
+from .link import Away, Exchange, Link, fresh
 from .scripts import Keys, Template, token
+
+if TYPE_CHECKING:
+    from ..concurrency.loop_clients import LoopClients
 
 __all__ = ["RedisStore"]
 
@@ -50,7 +54,16 @@ class RedisStore:
     ``stats`` counts what happened between this process and Redis (section ``""``):
     ``redis_fallbacks`` (renders done alone because Redis was away), ``redis_outages``,
     ``redis_recoveries``, ``redis_errors`` and ``redis_new_instances``.
+
+    Under ASGI a request's lookup is awaited on the event loop through a ``redis.asyncio``
+    client with ``client``'s settings (`mirror`), one per event loop, made on first use and
+    closed at the app's lifespan shutdown (without a lifespan, and for a Sentinel or custom
+    pool, in a worker thread); every other call is made where blocking is allowed.
     """
+
+    # `get` awaited on an event loop (`flow.Call.on_loop`); None where the client has no
+    # asyncio twin.
+    aget: Callable[[str, LoopClients], Awaitable[Document | None]] | None
 
     def __init__(
         self,
@@ -84,8 +97,10 @@ class RedisStore:
             stats=self.stats,
         )
         self.flights = RedisFlights(self._link, lock_timeout)
-        # Every call is a round trip: the ASGI adapter makes them in worker threads.
+        # Every call is a round trip: the ASGI adapter makes them in worker threads, or
+        # awaits a lookup on the loop.
         self.blocking = True
+        self.aget = None if self._link.mirror is None else self._get_on_loop
         self._ttl_ms = max(1, round(self.ttl * 1000))
         # Bodies this process served, by key: only ever returned once Redis vouched for them.
         self._local: LRUCache[str, Document] | None = (
@@ -112,11 +127,17 @@ class RedisStore:
         self._link.invalidate("" if section is None else section, fresh())
 
     def get(self, key: str) -> Document | None:
+        return self._link.run(self._getting(key))
+
+    async def _get_on_loop(self, key: str, clients: LoopClients) -> Document | None:
+        return await self._link.run_on_loop(self._getting(key), clients)
+
+    def _getting(self, key: str) -> Exchange[Document | None]:
         template = Template.parse(key)
         held = self._held(key)
         link = self._link
         try:
-            reply = link.script(
+            reply = yield from link.exchange(
                 "get",
                 [self._keys.generations],
                 [
@@ -176,7 +197,7 @@ class RedisStore:
     def current_bytes(self) -> int:
         """Bytes the documents in Redis are charged for (never above ``max_bytes``)."""
         try:
-            total = self._link.run(lambda: self._link.client.hget(self._keys.sizes, ""))
+            total = self._link.call(lambda: self._link.client.hget(self._keys.sizes, ""))
         except Away:
             return 0
         return int(total or 0)
