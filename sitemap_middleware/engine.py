@@ -342,7 +342,7 @@ class Engine:
         assert count is not None
         with closing(_pull(section, count, run_async, 1, base_url=self.site.root)) as past:
             if next(past, None) is not None:
-                return f"count() is {count:,} but the provider has entries past it, which would be left out"
+                return _past_count_text(count)
         if windows.pages == 0:
             return None
         last = windows.start(windows.pages)
@@ -398,6 +398,12 @@ class Engine:
             limit = MAX_URLS + 1
             batches = _pull(section, start, run_async, limit, base_url=self.site.root, end=end)
             on_full: Callable[[], None] | None = partial(self._outgrown, section, start, window, writer)
+        elif window is not None and self._trusted_last_window(section, start, window):
+            # A trusted count's last page reads one entry past it: more there would be left out.
+            past = partial(self._past_count, section)
+            pulled = _pull(section, start, run_async, window + 1, base_url=self.site.root)
+            batches = _up_to(pulled, window, past)
+            on_full = lambda: self._overflow(section, start, writer)  # noqa: E731
         else:
             batches = _pull(section, start, run_async, window, base_url=self.site.root)
             # In a fixed window the count cannot overflow, so a full writer means bytes did.
@@ -413,6 +419,23 @@ class Engine:
                 self._empty_window(section, start, window)
             return None
         return _prepend(first, stream)
+
+    def _trusted_last_window(self, section: Section, start: Key, window: int) -> bool:
+        """Whether this is the last window of a count `counted_plan` trusted unchecked."""
+        count = self._declared.get(section.name)
+        return (
+            count is not None
+            and not section.provider.windowed
+            and isinstance(start, int)
+            and start + window >= count
+        )
+
+    def _past_count(self, section: Section) -> None:
+        """Entries past a trusted count, found by its last page: measured from now on."""
+        count = self._declared.get(section.name)
+        if count is not None:
+            self._distrusted[section.name] = count
+            self._mismatch(section, _past_count_text(count))
 
     def _empty_window(self, section: Section, start: Key, window: int) -> None:
         """A listed window with no valid entry: its section is measured from now on, under this count.
@@ -513,6 +536,10 @@ def _index_entries(
             return
 
 
+def _past_count_text(count: int) -> str:
+    return f"count() is {count:,} but the provider has entries past it, which would be left out"
+
+
 def _window_text(start: Key, size: int) -> str:
     return f"the window of {size:,} raw entries from {_where(start)}"
 
@@ -546,6 +573,19 @@ def _pull(
             yield batch
     finally:
         batches.close()
+
+
+def _up_to(batches: Batches, limit: int, on_more: Callable[[], None]) -> Batches:
+    """The first ``limit`` entries of ``batches``; ``on_more()`` if any entry follows them."""
+    left = limit
+    for batch in batches:
+        if len(batch) > left:
+            if left:
+                yield batch[:left]
+            on_more()
+            return
+        left -= len(batch)
+        yield batch
 
 
 def _write_page(

@@ -211,3 +211,21 @@ def test_a_count_is_trusted_where_checking_it_would_iterate_the_provider(make_cl
     assert pulled == 0
     page = locs(validate(client.get("/sitemap-products-20.xml").body))
     assert page[0] == f"{BASE}/p/950000" and page[-1] == f"{BASE}/p/999999"
+
+
+def test_a_trusted_count_that_understates_is_found_by_its_last_page(
+    make_client: MakeClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The last page of a trusted count reads one entry past it: more there means URLs the
+    index would leave out, so the mismatch is reported and the section measured after it."""
+    sitemaps = Sitemaps(base_url=BASE)
+    sitemaps.add_provider("products", lambda: (f"/p/{n}" for n in range(25)), page_size=10, count=lambda: 10)
+    client = make_client(sitemaps)
+    assert len(locs(validate(client.get("/sitemap-index.xml").body))) == 1  # trusted: one file
+    with caplog.at_level(logging.WARNING, logger="sitemap_middleware"):
+        assert locs(validate(client.get("/sitemap-products-1.xml").body)) == [
+            f"{BASE}/p/{n}" for n in range(10)
+        ]
+    assert any("past it" in record.getMessage() for record in caplog.records)
+    assert sitemaps.stats.snapshot()["products"]["count_mismatch"] == 1
+    assert crawl(client) == [f"{BASE}/p/{n}" for n in range(25)]
