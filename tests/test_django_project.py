@@ -275,6 +275,15 @@ def post(server: Server, path: str, form: str = "") -> None:
         connection.close()
 
 
+def stocked(site: tuple[Server, Project]) -> tuple[Server, Project]:
+    """The site with a product and a post, whichever test of the module runs first on it
+    (xdist may give each test a server of its own): an empty site has no index to list."""
+    server, shop = site
+    post(server, "/admin/products/alpha/save")
+    shop.shell("from shop.models import Post; Post.objects.get_or_create(slug='hello')")
+    return server, shop
+
+
 def test_the_project_serves_its_sections_and_its_own_routes(site):
     server, shop = site
     for slug in ("alpha", "beta", "gamma"):
@@ -290,7 +299,7 @@ def test_the_project_serves_its_sections_and_its_own_routes(site):
 
 
 def test_a_save_through_the_app_shows_at_once_and_a_delete_removes_it(site):
-    server, _ = site
+    server, _ = stocked(site)
     assert "/p/fresh/" not in listed(server, "products")  # now cached
     post(server, "/admin/products/fresh/save")
     assert "/p/fresh/" in listed(server, "products")  # post_save invalidated the section
@@ -303,7 +312,7 @@ def test_a_save_through_the_app_shows_at_once_and_a_delete_removes_it(site):
 
 
 def test_a_change_made_by_another_process_shows_through_the_version(site):
-    server, shop = site
+    server, shop = stocked(site)
     assert "/blog/elsewhere/" not in listed(server, "blog")  # now cached
     shop.shell("from shop.models import Post; Post.objects.create(slug='elsewhere')")
     assert "/blog/elsewhere/" in listed(server, "blog")  # no signal reached the server: its version did
