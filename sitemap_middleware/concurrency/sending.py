@@ -83,11 +83,13 @@ def _next_bytes(chunks: Iterator[bytes]) -> bytes | object:
     batches still streams batch by batch: the time bound sends what is made (though a
     chunk made just before a provider stalls waits for it, for the deadline at most).
     """
-    first = next(chunks, _DONE)
-    if first is _DONE or len(first) >= HOP_BYTES:  # type: ignore[arg-type]
+    first = next(chunks, None)
+    if first is None:
+        return _DONE
+    if len(first) >= HOP_BYTES:
         return first
-    parts: list[bytes] = [first]  # type: ignore[list-item]
-    size = len(first)  # type: ignore[arg-type]
+    parts = [first]
+    size = len(first)
     until = time.monotonic() + HOP_SECONDS
     for chunk in chunks:
         parts.append(chunk)
