@@ -398,16 +398,15 @@ class Engine:
             limit = MAX_URLS + 1
             batches = _pull(section, start, run_async, limit, base_url=self.site.root, end=end)
             on_full: Callable[[], None] | None = partial(self._outgrown, section, start, window, writer)
-        elif window is not None and self._trusted_last_window(section, start, window):
-            # A trusted count's last page reads one entry past it: more there would be left out.
-            past = partial(self._past_count, section)
-            pulled = _pull(section, start, run_async, window + 1, base_url=self.site.root)
-            batches = _up_to(pulled, window, past)
-            on_full = lambda: self._overflow(section, start, writer)  # noqa: E731
         else:
-            batches = _pull(section, start, run_async, window, base_url=self.site.root)
+            if window is not None and self._trusted_last_window(section, start, window):
+                # A trusted count's last page reads one entry past it: more would be left out.
+                pulled = _pull(section, start, run_async, window + 1, base_url=self.site.root)
+                batches = _up_to(pulled, window, partial(self._past_count, section))
+            else:
+                batches = _pull(section, start, run_async, window, base_url=self.site.root)
             # In a fixed window the count cannot overflow, so a full writer means bytes did.
-            on_full = None if window is None else lambda: self._overflow(section, start, writer)
+            on_full = None if window is None else partial(self._overflow, section, start, writer)
         stream = _write_page(writer, batches, on_full=on_full)
         try:
             first = next(stream, None)
