@@ -29,7 +29,7 @@ from cachetools import LRUCache
 from werkzeug.http import http_date
 
 from .caching.resources import Resource, Resources, version_etag
-from .caching.stores import CacheStore, Document, MemoryStore
+from .caching.stores import CacheStore, Document, IdentityCopies, identity_copies
 from .concurrency.flights import Flight
 from .engine import Engine, PagePlan, index_files
 from .errors import ProviderError
@@ -83,7 +83,7 @@ class Service:
         # Its `get` through an asyncio client, awaited on the event loop (`RedisStore.aget`).
         self._aget = getattr(store, "aget", None) if self.blocking else None
         # Identity copies beside stored documents, where the store keeps them.
-        self._copies = store if isinstance(store, MemoryStore) else None
+        self._copies = identity_copies(store)
         # A follower stops waiting for a leader whose provider is silent this long.
         self.stall_after = stall_after
         self.headers = DocumentHeaders(policy)
@@ -222,7 +222,7 @@ class Service:
             inflated = self.compression.inflate(document.body)
         return Reply(200, prepared.ok, inflated, raw_headers=prepared.raw_ok)
 
-    def _inflating(self, copies: MemoryStore, key: str, document: Document) -> Iterator[bytes]:
+    def _inflating(self, copies: IdentityCopies, key: str, document: Document) -> Iterator[bytes]:
         """A stored document's identity body, inflated where the adapter runs bodies (off
         the event loop): whole, and kept beside the document for the next identity request,
         when the store has room to spare for it; else piece by piece, never whole."""

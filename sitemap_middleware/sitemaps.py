@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 
 from .asgi import ASGIApp, SitemapASGIMiddleware
 from .caching.replays import Replays
-from .caching.stores import CacheStore, MemoryStore
+from .caching.stores import CacheStore, MemoryStore, replayable
 from .concurrency.deadlines import THREAD_GRACE
 from .config import check_timeout
 from .engine import DEFAULT_MEASURE_TIMEOUT, Engine
@@ -178,7 +178,8 @@ class Sitemaps:
         }
         # Repeated conditional requests are replayed without routing or a cache lookup;
         # only over a store whose state can be checked per request for free.
-        replays = Replays(cache, self.stats) if isinstance(cache, MemoryStore) else None
+        store = replayable(cache)
+        replays = None if store is None else Replays(store, self.stats)
         self.gateway = Gateway(
             self.sites,
             services,

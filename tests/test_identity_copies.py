@@ -149,16 +149,20 @@ def test_head_and_gzip_requests_make_no_copy() -> None:
     assert store.current_bytes == stored
 
 
+class Wrapped:
+    """A store of a user's own over a `MemoryStore`, which may or may not declare copies."""
+
+    def __init__(self, *, copies: bool) -> None:
+        self.inner = MemoryStore()
+        self.flights = self.inner.flights
+        self.identity_copies = copies
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
 def test_a_store_of_your_own_inflates_every_identity_request() -> None:
-    class Plain:  # any CacheStore: no copies are kept in it
-        def __init__(self) -> None:
-            self.inner = MemoryStore()
-            self.flights = self.inner.flights
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(self.inner, name)
-
-    store = Plain()
+    store = Wrapped(copies=False)
     sitemaps = Sitemaps(base_url="https://shop.example", cache=store)  # type: ignore[arg-type]
     sitemaps.add_provider("products", Catalogue(3000))
     client = WerkzeugClient(sitemaps.wsgi(plain_wsgi_app))
@@ -166,3 +170,15 @@ def test_a_store_of_your_own_inflates_every_identity_request() -> None:
     stored = store.inner.current_bytes
     assert client.get(PAGE).get_data() == client.get(PAGE).get_data() == cold
     assert store.inner.current_bytes == stored
+
+
+def test_a_store_of_your_own_that_declares_copies_keeps_them() -> None:
+    store = Wrapped(copies=True)
+    sitemaps = Sitemaps(base_url="https://shop.example", cache=store)  # type: ignore[arg-type]
+    sitemaps.add_provider("products", Catalogue(3000))
+    client = WerkzeugClient(sitemaps.wsgi(plain_wsgi_app))
+    cold = client.get(PAGE).get_data()
+    stored = store.inner.current_bytes
+    assert client.get(PAGE).get_data() == cold  # inflated once, and kept
+    assert store.inner.current_bytes == stored + len(cold) + CHARGE
+    assert client.get(PAGE).get_data() == cold

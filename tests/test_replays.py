@@ -238,32 +238,58 @@ def test_huge_header_values_are_answered_but_never_remembered():
     assert replays.find(BASE, huge) is None
 
 
-def test_nothing_is_replayed_without_a_memory_store(make_client):
-    class Plain:
-        """A `CacheStore` that is not a `MemoryStore` (as a shared store would be)."""
+class Plain:
+    """A `CacheStore` of a user's own, over a `MemoryStore`, declaring no capability."""
 
-        def __init__(self) -> None:
-            self.inner = MemoryStore()
+    def __init__(self) -> None:
+        self.inner = MemoryStore()
 
-        def get(self, key: str) -> Document | None:
-            return self.inner.get(key)
+    def get(self, key: str) -> Document | None:
+        return self.inner.get(key)
 
-        def set(self, key: str, document: Document) -> None:
-            self.inner.set(key, document)
+    def set(self, key: str, document: Document) -> None:
+        self.inner.set(key, document)
 
-        def generation(self, section: str) -> str:
-            return self.inner.generation(section)
+    def generation(self, section: str) -> str:
+        return self.inner.generation(section)
 
-        def invalidate(self, section: str | None = None) -> None:
-            self.inner.invalidate(section)
+    def invalidate(self, section: str | None = None) -> None:
+        self.inner.invalidate(section)
 
-        @property
-        def flights(self) -> Flights:
-            return self.inner.flights
+    @property
+    def flights(self) -> Flights:
+        return self.inner.flights
 
+
+class Declared(Plain):
+    """The same store, declaring what it can do: answered from memory, and its `get`
+    returns the stored object itself."""
+
+    blocking = False
+    replayable = True
+
+    @property
+    def invalidations(self) -> int:
+        return self.inner.invalidations
+
+
+def test_nothing_is_replayed_over_a_store_that_does_not_declare_it(make_client):
     sitemaps = Sitemaps(base_url=BASE, cache=Plain(), clock=lambda: NOW)
     sitemaps.add_provider("products", Catalogue())
     client = make_client(sitemaps)
     etag = warm(client)
     assert [client.get(PAGE, {"If-None-Match": etag}).status for _ in range(3)] == [304, 304, 304]
     assert replayed(sitemaps) == 0
+
+
+def test_a_store_of_your_own_that_declares_it_is_replayed(make_client):
+    store = Declared()
+    sitemaps = Sitemaps(base_url=BASE, cache=store, clock=lambda: NOW)
+    sitemaps.add_provider("products", Catalogue())
+    client = make_client(sitemaps)
+    etag = warm(client)
+    assert [client.get(PAGE, {"If-None-Match": etag}).status for _ in range(4)] == [304] * 4
+    assert replayed(sitemaps) == 3  # the first was answered afresh, and remembered
+    store.invalidate("products")  # counted by the store it declares: replays end
+    assert client.get(PAGE, {"If-None-Match": etag}).status == 200  # rendered again, streamed
+    assert replayed(sitemaps) == 3

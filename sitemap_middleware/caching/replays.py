@@ -19,8 +19,9 @@ takes the full path::
 Bodies are never kept here: a replayed 200 takes its body from the document, held by
 a weak reference, so this holds a bounded number of small entries and never keeps alive
 a document the cache has let go of. Identity answers (the store's identity copy, or
-inflated) are not replayed. It needs a `MemoryStore`: only an in-process store hands back the very object
-it stored, which is what is checked (a shared store would return a fresh copy each time).
+inflated) are not replayed. It needs a `stores.Replayable` store (`MemoryStore` is one): one
+that hands back the very object it stored, which is what is checked (a shared store returns a
+fresh copy each time, and is never replayed).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 
 from ..stats import Stats
 from ..web.replies import Origin, Reply, Request
-from .stores import MemoryStore
+from .stores import Replayable
 
 __all__ = ["Replays"]
 
@@ -51,9 +52,9 @@ class _Replay:
 
 
 class Replays:
-    """Remembered answers over one `MemoryStore`, at most ``limit`` of them."""
+    """Remembered answers over one `Replayable` store, at most ``limit`` of them."""
 
-    def __init__(self, store: MemoryStore, stats: Stats, *, limit: int = DEFAULT_LIMIT) -> None:
+    def __init__(self, store: Replayable, stats: Stats, *, limit: int = DEFAULT_LIMIT) -> None:
         self._store = store
         self._stats = stats
         self._limit = limit

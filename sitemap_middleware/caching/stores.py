@@ -33,13 +33,21 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, cast
 
 from cachetools import TTLCache
 
 from ..concurrency.flights import Flights, SingleFlight
 
-__all__ = ["CacheStore", "Document", "MemoryStore"]
+__all__ = [
+    "CacheStore",
+    "Document",
+    "IdentityCopies",
+    "MemoryStore",
+    "Replayable",
+    "identity_copies",
+    "replayable",
+]
 
 # Bytes charged per entry on top of its body: keys, validators, bookkeeping.
 _ENTRY_OVERHEAD = 512
@@ -94,6 +102,46 @@ class CacheStore(Protocol):
         ...
 
 
+class Replayable(CacheStore, Protocol):
+    """A store whose answers may be replayed without a lookup (`caching.replays`).
+
+    It declares ``replayable = True``, and so promises that ``get`` hands back the very
+    object ``set`` stored (a replay checks it is still stored by identity; a shared store,
+    which decodes a fresh copy each time, cannot) and that ``invalidations`` grows with
+    every `invalidate`, before it returns (a replay remembered before it no longer stands).
+    """
+
+    replayable: bool
+    invalidations: int
+
+
+class IdentityCopies(CacheStore, Protocol):
+    """A store that can keep, beside a stored document, its identity (uncompressed) bytes.
+
+    It declares ``identity_copies = True``; the protocol of the three calls is
+    `MemoryStore`'s (see the module's docstring): a copy is claimed, made off the
+    event loop, kept or not, and served only while its very document is stored.
+    """
+
+    identity_copies: bool
+
+    def identity(self, key: str, document: Document) -> bytes | None: ...
+
+    def claim_identity(self, key: str, document: Document) -> bool: ...
+
+    def keep_identity(self, key: str, document: Document, body: bytes | None) -> None: ...
+
+
+def replayable(store: CacheStore | None) -> Replayable | None:
+    """``store``, if it declares it may be replayed (a capability, never a class)."""
+    return cast(Replayable, store) if getattr(store, "replayable", False) else None
+
+
+def identity_copies(store: CacheStore | None) -> IdentityCopies | None:
+    """``store``, if it declares it keeps identity copies."""
+    return cast(IdentityCopies, store) if getattr(store, "identity_copies", False) else None
+
+
 class _Copy(NamedTuple):
     """The identity bytes of one stored document, and the document they belong to."""
 
@@ -131,6 +179,9 @@ class MemoryStore:
         self.ttl = ttl
         self.flights = Flights()
         self.blocking = False  # answered from memory: on the event loop, no thread hop
+        # Capabilities (`Replayable`, `IdentityCopies`): `get` returns the stored object itself.
+        self.replayable = True
+        self.identity_copies = True
         # Bumped by every `invalidate`: an answer remembered before it no longer stands.
         self.invalidations = 0
 
