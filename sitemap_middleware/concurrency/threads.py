@@ -2,7 +2,7 @@
 
 A WSGI request thread cannot be interrupted: a sync provider that stops answering holds
 it forever (gunicorn's worker timeout does not see a stuck gthread request). With
-``Sitemaps(wsgi_helper_threads=True)``, renders run here instead, and the request thread
+``sitemaps.wsgi(app, helper_threads=4)``, renders run here instead, and the request thread
 waits at most ``timeout`` for a helper to start, then as long as the provider keeps
 producing batches, but no more than ``timeout`` (and a grace) without one::
 
