@@ -6,14 +6,22 @@
 
 ``validate`` prints one line per problem, ``LOCATION:LINE: message``, then a summary;
 it exits 0 when clean, 1 when it found problems, 2 when it could not run.
+
+``export`` is all or nothing (`export.export_tree`): it exits 0 when the new tree is in
+place, 2 when it could not be written (the folder left as it was, one line on stderr),
+and 128 + the signal after SIGINT (130) or SIGTERM (143).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import logging
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
@@ -84,7 +92,7 @@ def _validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from ..sitemaps import Sitemaps
-    from .export import ExportError, export_tree
+    from .export import ExportError, ExportInterrupted, export_tree
     from .progress import Progress
 
     module_name, _, attribute = args.sitemaps.partition(":")
@@ -97,14 +105,58 @@ def _export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         print(f"sitemap-middleware: {args.sitemaps} is a {type(sitemaps).__name__}, not a Sitemaps", file=err)
         return EXIT_ERROR
     progress = Progress(err)
-    try:
-        written = export_tree(
-            sitemaps, args.out, gzip=args.gzip, progress=progress.exported if progress.live else None
-        )
-    except ExportError as error:
-        progress.done()
-        print(f"sitemap-middleware: {error}", file=err)
-        return EXIT_ERROR
+    with _terminate_interrupts(), _logs_held() as logged:
+        try:
+            written = export_tree(
+                sitemaps, args.out, gzip=args.gzip, progress=progress.exported if progress.live else None
+            )
+        except ExportError as error:
+            progress.done()
+            print(f"sitemap-middleware: export failed: {error}", file=err)
+            return EXIT_ERROR
+        except KeyboardInterrupt as error:
+            progress.done()
+            stopped = error if isinstance(error, ExportInterrupted) else ExportInterrupted(signal.SIGINT)
+            name = signal.Signals(stopped.signum).name
+            state = "the new tree was already in place" if stopped.replaced else "left as it was"
+            print(f"sitemap-middleware: export interrupted by {name}: {args.out} {state}", file=err)
+            return 128 + stopped.signum  # the shell's status for a command a signal stopped
     progress.done()
+    for message in logged:
+        print(f"sitemap-middleware: warning: {message}", file=err)
     print(f"wrote {len(written):,} files to {args.out}", file=out)
     return EXIT_CLEAN
+
+
+@contextmanager
+def _terminate_interrupts() -> Iterator[None]:
+    """SIGTERM stops an export as Ctrl-C does (an exception, so the tree is cleaned up),
+    instead of killing the process mid-write."""
+    from .export import ExportInterrupted
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise ExportInterrupted(signum)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def _logs_held() -> Iterator[list[str]]:
+    """The package's log messages, kept for the end (one line each, no traceback) instead
+    of printed as they come: a failed export says one line, its own."""
+    from .export import log_messages
+
+    logger = logging.getLogger("sitemap_middleware")
+    propagate, logger.propagate = logger.propagate, False
+    try:
+        with log_messages(logging.WARNING) as messages:
+            yield messages
+    finally:
+        logger.propagate = propagate
