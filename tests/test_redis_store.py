@@ -386,6 +386,24 @@ def test_a_slow_redis_costs_a_request_its_budget_then_it_answers_without_redis(
     assert catalogue.calls == calls  # shared again
 
 
+def test_a_slow_redis_that_lacks_the_scripts_still_costs_a_request_its_budget(
+    make_client: Callable[..., SitemapClient], store_on: Callable[..., RedisStore], redis_server: RedisServer
+) -> None:
+    """A first call meets a Redis without our scripts (a new instance, a new prefix): loading
+    them is several round trips, and the request stops between them once out of time."""
+    partition = Partition(redis_server.port)
+    store = store_on(partition.url, request_budget=BUDGET)
+    sitemaps, _ = build(Catalogue(count=3), cache=store)
+    client = make_client(sitemaps)
+    partition.slow(SLOW)  # from the connection's handshake on (redis-py 8: four round trips)
+    started = time.monotonic()
+    got = client.get(PAGE)
+    took = time.monotonic() - started
+    assert got.status == 200 and len(locs(validate(got.body))) == 3
+    assert took < BUDGET + 5 * SLOW + MARGIN, f"GET {PAGE} took {took:.2f} s"
+    assert store.stats.snapshot()[""]["redis_slow"] == 1
+
+
 # Seconds a provider may go without a batch: far less than the store's time in a cold index.
 PROVIDER_TIMEOUT = 0.2
 

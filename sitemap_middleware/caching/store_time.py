@@ -16,14 +16,16 @@ the request's `contextvars` context, which worker threads inherit with the rest 
     store_time.close_tab(opened)       # in its ``finally``, in the same context
 
     tab = store_time.current()         # a store, around each call: None outside a request
-    tab.spent += took
+    with tab.waiting():
+        ...                            # tab.waited() counts this call so far too
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 __all__ = ["Tab", "charged", "close_tab", "current", "open_tab"]
@@ -35,11 +37,27 @@ class Tab:
     """One request's store time: seconds ``spent`` waiting on it, and whether the store has
     ``refused`` it since (it then answers without the store: counted once per request)."""
 
-    __slots__ = ("refused", "spent")
+    __slots__ = ("_since", "refused", "spent")
 
     def __init__(self) -> None:
         self.spent = 0.0
         self.refused = False
+        self._since: float | None = None  # when the call under way began
+
+    @contextlib.contextmanager
+    def waiting(self) -> Iterator[None]:
+        """One wait for the store (a request's calls come one after another)."""
+        self._since = since = time.monotonic()
+        try:
+            yield
+        finally:
+            self._since = None
+            self.spent += time.monotonic() - since
+
+    def waited(self) -> float:
+        """Seconds waited on the store so far, the call under way included."""
+        since = self._since
+        return self.spent if since is None else self.spent + time.monotonic() - since
 
 
 _CURRENT: contextvars.ContextVar[Tab | None] = contextvars.ContextVar("sitemap_store_tab", default=None)
@@ -64,8 +82,5 @@ def charged(wait: Callable[[], T]) -> T:
     tab = _CURRENT.get()
     if tab is None:
         return wait()
-    started = time.monotonic()
-    try:
+    with tab.waiting():
         return wait()
-    finally:
-        tab.spent += time.monotonic() - started

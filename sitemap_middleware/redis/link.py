@@ -41,6 +41,7 @@ anyone reads from it (`scripts.ADOPT`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
@@ -198,7 +199,7 @@ class Link:
         `InvalidationError`. Always a round trip, even while Redis seems away: a probe too.
         """
         try:
-            self.run(self._eval("invalidate", [self.keys.generations], [fresh(), field, value]))
+            self.run(self._eval("invalidate", [self.keys.generations], [fresh(), field, value], timed=False))
         except RedisError as error:
             if isinstance(error, _OUTAGES):
                 self._lost(error)
@@ -228,7 +229,7 @@ class Link:
         spent its budget on Redis: then counted ``redis_slow``, once per request, and it
         goes on without Redis."""
         tab = tab or store_time.current()
-        if tab is None or tab.spent < self.budget:
+        if tab is None or tab.waited() < self.budget:
             return False
         if not tab.refused:
             tab.refused = True
@@ -239,7 +240,7 @@ class Link:
                 logger.warning(
                     "sitemap cache: Redis is slow: a request waited %.2f s on it, past its "
                     "request_budget of %g s; such requests are answered without Redis",
-                    tab.spent,
+                    tab.waited(),
                     self.budget,
                 )
         return True
@@ -252,35 +253,39 @@ class Link:
         tab = store_time.current()
         if self.out_of_time(tab):
             raise Away
-        started = time.monotonic()
         try:
-            return (yield from exchange)
+            with contextlib.nullcontext() if tab is None else tab.waiting():
+                return (yield from exchange)
         except _OUTAGES as error:
             self._lost(error)
             raise Away from error
         except RedisError as error:
             self._failed(error)
             raise Away from error
-        finally:
-            if tab is not None:
-                tab.spent += time.monotonic() - started
 
-    def _eval(self, name: str, keys: Sequence[str], args: Sequence[str | bytes | int]) -> Exchange[Any]:
+    def _eval(
+        self, name: str, keys: Sequence[str], args: Sequence[str | bytes | int], *, timed: bool = True
+    ) -> Exchange[Any]:
+        """One script: a round trip, or a few when Redis lacks the scripts (`_adopt`), between
+        which a request out of time stops (`Away`) unless ``timed`` is off (an invalidation)."""
         evalsha = command("EVALSHA", self._shas[name], len(keys), *keys, *args)
         try:
             return (yield evalsha)
         except NoScriptError:
-            yield from self._adopt()
+            yield from self._adopt(timed)
+            self._in_time(timed)
             return (yield evalsha)
 
-    def _adopt(self) -> Exchange[None]:
+    def _adopt(self, timed: bool) -> Exchange[None]:
         """A Redis without our scripts: a new instance, unless another process adopted it first."""
+        self._in_time(timed)
         try:
             info = yield command("INFO", "server")
             run_id = str(info.get("run_id") or "")
         except RedisError:
             run_id = ""
         run_id = run_id or f"unknown-{fresh()}"  # INFO refused: treat it as new every time
+        self._in_time(timed)
         if (yield command("EVAL", ADOPT, 1, self.keys.generations, run_id, fresh())):
             self.stats.count("", "redis_new_instances")
             logger.warning(
@@ -288,8 +293,12 @@ class Link:
                 "documents stored before it are no longer served",
                 run_id,
             )
-        for source in self._sources.values():
-            yield command("SCRIPT LOAD", source)
+        self._in_time(timed)
+        yield partial(_pipelined, [("SCRIPT LOAD", source) for source in self._sources.values()])
+
+    def _in_time(self, timed: bool) -> None:
+        if timed and self.out_of_time():
+            raise Away
 
     # -- health ----------------------------------------------------------------------------
 
@@ -341,6 +350,14 @@ class Link:
         if was_down:
             self.stats.count("", "redis_recoveries")
             logger.info("sitemap cache: Redis is back; documents are shared again")
+
+
+def _pipelined(commands: list[tuple[Any, ...]], client: Any) -> Any:
+    """``commands`` in one round trip, on either kind of client (an awaitable from an asyncio one)."""
+    pipe = client.pipeline(transaction=False)
+    for args in commands:
+        pipe.execute_command(*args)
+    return pipe.execute()
 
 
 def _calling(call: Callable[[], T]) -> Exchange[T]:
