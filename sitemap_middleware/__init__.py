@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from .asgi import SitemapASGIMiddleware
 from .caching.stores import CacheStore, Document, MemoryStore
-from .errors import ConfigurationError, EntryError, ProviderError, SitemapError
+from .errors import ConfigurationError, EntryError, InvalidationError, ProviderError, SitemapError
 from .protocol.entries import CHANGEFREQS, Url
 from .protocol.extensions import Alternate, Image, News, Video
 from .sitemaps import Sitemaps
@@ -33,6 +33,7 @@ __all__ = [  # noqa: RUF022 (a plain sort, which tests/test_public_api.py holds)
     "EntryError",
     "Hosts",
     "Image",
+    "InvalidationError",
     "MemoryStore",
     "News",
     "ProviderError",

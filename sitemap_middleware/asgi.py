@@ -21,6 +21,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from .caching import store_time
 from .concurrency.loop_clients import ClientsPerLoop
 from .concurrency.offload import LoopCapacities, Slot, in_thread, on_loop, wait_for
 from .concurrency.sending import stream_body
@@ -111,20 +112,25 @@ class SitemapASGIMiddleware:
             return
         slot = Slot(self._capacities)
         reply: Reply | None = None
+        # The request's time waiting on the store, for every step and chunk (their threads inherit it).
+        tab = store_time.open_tab()
         try:
             reply = await run_async(outcome, partial(self._perform, scope, receive, slot))
             if isinstance(reply.body, bytes):
                 slot.release()  # nothing left to render
             await self._send(reply, send, receive, head)
         finally:
-            slot.release()
-            if reply is not None and not isinstance(reply.body, bytes):
-                # Closing the stream closes the provider's iterator (cursors, connections):
-                # off the loop, and even when this task is being cancelled.
-                with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(reply.finish)
-            elif reply is not None:
-                reply.finish()
+            try:
+                slot.release()
+                if reply is not None and not isinstance(reply.body, bytes):
+                    # Closing the stream closes the provider's iterator (cursors, connections):
+                    # off the loop, and even when this task is being cancelled.
+                    with anyio.CancelScope(shield=True):
+                        await anyio.to_thread.run_sync(reply.finish)
+                elif reply is not None:
+                    reply.finish()
+            finally:
+                store_time.close_tab(tab)
 
     async def _perform(self, scope: Scope, receive: Receive, slot: Slot, step: Step) -> Any:
         if isinstance(step, Offload):

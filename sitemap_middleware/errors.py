@@ -37,6 +37,19 @@ class ProviderError(SitemapError, RuntimeError):
         return cls(f"the provider produced nothing for {timeout} s: page aborted")
 
 
+class InvalidationError(SitemapError, RuntimeError):
+    """An ``invalidate()`` the shared store could not record: the other workers have not heard it.
+
+    Raised by a store several workers share (`RedisStore`) when its server cannot be
+    reached: nothing is kept to be sent later, since the process holding it may die
+    first. The caller decides what a refused invalidation needs: make it again once the
+    store answers (a retry, an outbox), or let the documents' TTL catch up. Until one
+    reaches the store (or that TTL runs out), the process that was refused answers the
+    sections concerned without the store, so it never serves what it meant to drop; the
+    others serve what the store holds.
+    """
+
+
 class MeasureLimitError(ProviderError):
     """Measuring a section's pages passed one of its own bounds: too many files, or too long.
 

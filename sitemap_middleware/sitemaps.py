@@ -25,14 +25,14 @@ from .caching.stores import CacheStore, MemoryStore, replayable
 from .concurrency.deadlines import THREAD_GRACE
 from .config import check_timeout
 from .engine import DEFAULT_MEASURE_TIMEOUT, Engine
-from .errors import ConfigurationError
+from .errors import ConfigurationError, InvalidationError
 from .gateway import Gateway
 from .protocol.extensions import Extensions
 from .protocol.render import MAX_BYTES, MAX_URLS
 from .providers import Call, Provider, ProviderFunc, Section
 from .service import Service
 from .sources import PagedSource
-from .stats import Stats
+from .stats import Stats, logger
 from .web import rules
 from .web.compress import Gzip
 from .web.headers import HeaderPolicy
@@ -316,7 +316,11 @@ class Sitemaps:
         section dropped from the cache, so an index listing a page that 404s goes at once."""
         self.stats.count(section, "count_mismatch")
         if self.cache is not None:
-            self.cache.invalidate(section)
+            try:
+                self.cache.invalidate(section)
+            except InvalidationError as error:
+                # Inside a render: its answer stands; the other workers replan at their TTL.
+                logger.warning("sitemap section %r: %s", section, error)
 
     def invalidate(self, section: str | None = None) -> None:
         """Drop ``section`` (or, with no argument, everything) from the cache.
@@ -325,6 +329,9 @@ class Sitemaps:
         your save hooks (a Django ``post_save`` receiver, an SQLAlchemy ``after_commit``).
         With a store that waits on the network (`RedisStore`) it is a round trip: from
         async code, call it in a thread (``await anyio.to_thread.run_sync(sitemaps.invalidate)``).
+        Such a store raises `InvalidationError` when it cannot record it (Redis
+        unreachable): the other workers have not heard it; make it again later, or let
+        the TTL catch up (see the README, "When your data changes").
         """
         if section is not None and section not in self._sections:
             raise ConfigurationError(f"no section named {section!r}")

@@ -14,16 +14,18 @@ same environ and the original ``start_response``: nothing is wrapped or buffered
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextvars
+from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache, partial
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from werkzeug.wsgi import ClosingIterator
 
+from .caching import store_time
 from .concurrency.threads import Helpers, HelperStream
 from .config import check_count
-from .flow import AppAnswer, Call, FetchApp, Offload, Step, Wait, run_blocking
+from .flow import AppAnswer, Call, FetchApp, Flow, Offload, Step, Wait, run_blocking
 from .gateway import Configured
 from .providers import LoopRunner
 from .web.replies import Reply
@@ -74,17 +76,22 @@ class SitemapWSGIMiddleware:
         if isinstance(outcome, Reply):
             return _respond(outcome, head, start_response)
         runner = LoopRunner(self._timeout)
+        # The request's time waiting on the store (`store_time`) lives in a context of its
+        # own: its steps run in it, and so do its body's chunks, which the server pulls later.
+        context = contextvars.copy_context()
         try:
-            reply = run_blocking(outcome, partial(self._perform, environ, runner))
+            reply = context.run(_answer, outcome, partial(self._perform, environ, runner))
         except BaseException:
             runner.close()
             raise
+        cleanup: Callable[[], None] | None = runner.close
         if self._helpers is not None and not isinstance(reply.body, bytes):
             # A body streamed by helpers closes its runner itself, on a helper.
-            return _respond(
-                HelperStream.wrap(reply, self._helpers, self._timeout, runner.close), head, start_response
-            )
-        return _respond(reply, head, start_response, runner.close)
+            reply = HelperStream.wrap(reply, self._helpers, self._timeout, runner.close)
+            cleanup = None
+        if not isinstance(reply.body, bytes):
+            reply.body = _InContext(context, reply.body)
+        return _respond(reply, head, start_response, cleanup)
 
     def _perform(self, environ: WSGIEnvironment, runner: LoopRunner, step: Step) -> Any:
         if isinstance(step, Offload):
@@ -97,6 +104,32 @@ class SitemapWSGIMiddleware:
             return step.block()
         assert isinstance(step, FetchApp)
         return _fetch_app(self.app, {**environ, "REQUEST_METHOD": "GET"})
+
+
+def _answer(flow: Flow[Reply], perform: Callable[[Step], Any]) -> Reply:
+    store_time.open_tab()  # in the request's own context: it ends with it
+    return run_blocking(flow, perform)
+
+
+class _InContext:
+    """A body whose chunks are made in the request's context (its store tab)."""
+
+    __slots__ = ("_chunks", "_context")
+
+    def __init__(self, context: contextvars.Context, chunks: Iterator[bytes]) -> None:
+        self._context = context
+        self._chunks = chunks
+
+    def __iter__(self) -> _InContext:
+        return self
+
+    def __next__(self) -> bytes:
+        return self._context.run(next, self._chunks)
+
+    def close(self) -> None:
+        close = getattr(self._chunks, "close", None)
+        if close is not None:
+            close()
 
 
 @lru_cache(maxsize=64)  # the server's mount points: a handful per process

@@ -5,12 +5,14 @@ threaded server) and prints it. Everything else comes from the environment and o
 the test shares with every worker:
 
 - ``FLEET_REDIS``: the Redis URL; ``FLEET_DIR``: the shared directory.
+- ``FLEET_STORE``, ``FLEET_SITEMAPS``: options of the `RedisStore` and of `Sitemaps` (JSON).
 - ``<section>.txt``: the section's locs, one a line (three of them until it exists).
 - ``<section>.renders``: a line appended by every call of the section's provider, in any
   worker: renders are counted across processes.
 - ``<section>.hold``: while it exists, the section's provider waits before its first URL.
 
-The app's own paths: ``/stats`` (this worker's counters, JSON) and ``/invalidate?section=``.
+The app's own paths: ``/stats`` (this worker's counters, JSON) and ``/invalidate?section=``
+(a save hook: 200 once the fleet has heard it, 503 when the store refused it).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from urllib.parse import parse_qs
 
 import anyio.to_thread
 
-from sitemap_middleware import Sitemaps
+from sitemap_middleware import InvalidationError, Sitemaps
 from sitemap_middleware.redis import RedisStore
 
 SECTIONS = ("cold", "shared", "fresh", "outage", "takeover")
@@ -51,8 +53,9 @@ def provider(directory: Path, section: str) -> Callable[[], Iterator[str]]:
 
 def build() -> tuple[Sitemaps, RedisStore]:
     directory = Path(os.environ["FLEET_DIR"])
-    store = RedisStore.from_url(os.environ["FLEET_REDIS"], lock_timeout=1.0, retry_interval=0.2)
-    sitemaps = Sitemaps(base_url=BASE, cache=store)
+    options = {"lock_timeout": 1.0, "retry_interval": 0.2, **json.loads(os.environ.get("FLEET_STORE", "{}"))}
+    store = RedisStore.from_url(os.environ["FLEET_REDIS"], **options)
+    sitemaps = Sitemaps(base_url=BASE, cache=store, **json.loads(os.environ.get("FLEET_SITEMAPS", "{}")))
     for section in SECTIONS:
         sitemaps.add_provider(section, provider(directory, section))
     return sitemaps, store
@@ -65,7 +68,10 @@ def own_answer(sitemaps: Sitemaps, store: RedisStore, path: str, query: str) -> 
         return 200, json.dumps(body).encode()
     if path == "/invalidate":
         section = parse_qs(query).get("section", [None])[0]
-        sitemaps.invalidate(section)
+        try:
+            sitemaps.invalidate(section)
+        except InvalidationError as error:
+            return 503, f"refused: {error}\n".encode()
         return 200, b"invalidated\n"
     return 404, b"not found\n"
 

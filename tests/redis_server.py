@@ -13,10 +13,12 @@ skips, since the store it tests would then go unchecked::
 from __future__ import annotations
 
 import contextlib
+import random
 import shutil
 import socket
 import subprocess
 import threading
+import time
 from pathlib import Path
 from types import TracebackType
 
@@ -133,6 +135,8 @@ class Partition:
     It can also *stall*: connections stay open and are accepted, but what clients send
     is swallowed and never answered (a Redis that stopped answering, as under ``kill
     -STOP``); ``heard`` is set when a command arrives meanwhile, and `unstall` ends it.
+    And it can be *slow*: every reply reaches its client late, each by a random time from
+    ``low`` to ``high`` seconds (an overloaded Redis, a congested link), until `slow(0)`.
     """
 
     def __init__(self, target_port: int) -> None:
@@ -143,8 +147,13 @@ class Partition:
         self._sockets: list[socket.socket] = []
         self._listener: socket.socket | None = None
         self._stalled = False
+        self._delay = (0.0, 0.0)
         self.heard = threading.Event()
         self.mend()
+
+    def slow(self, low: float, high: float | None = None) -> None:
+        """Delay each reply by ``low`` seconds, or by a random time from ``low`` to ``high``."""
+        self._delay = (low, low if high is None else high)
 
     def stall(self) -> None:
         self.heard.clear()
@@ -193,6 +202,9 @@ class Partition:
                 if commands and self._stalled:
                     self.heard.set()  # swallowed: no answer will ever come
                     continue
+                low, high = self._delay
+                if high and not commands:
+                    time.sleep(random.uniform(low, high))  # this reply is late (a connection's replies queue)
                 sink.sendall(data)
         with contextlib.suppress(OSError):
             sink.shutdown(socket.SHUT_WR)

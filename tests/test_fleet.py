@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager, suppress
@@ -24,7 +25,8 @@ from pathlib import Path
 import pytest
 
 from .conftest import wait_until
-from .redis_server import RedisServer
+from .fleet import SECTIONS
+from .redis_server import Partition, RedisServer
 from .servers import TIMEOUT, Got
 from .xsd import locs, validate
 
@@ -66,13 +68,36 @@ class Worker:
         return self.stats()["store"].get("", {}).get(name, 0)
 
     def invalidate(self, section: str) -> None:
-        assert self.get(f"/invalidate?section={section}").status == 200
+        assert self.heard(section), f"{self.adapter}:{self.port}: invalidate({section!r}) was refused"
+
+    def heard(self, section: str) -> bool:
+        """Invalidate ``section`` as a save hook would: True once the fleet heard it, False
+        when the store refused it (the hook saw `InvalidationError`)."""
+        got = self.get(f"/invalidate?section={section}")
+        assert got.status in (200, 503), got
+        return got.status == 200
 
 
 @contextmanager
-def fleet(redis_url: str, directory: Path, adapters: tuple[str, ...]) -> Iterator[list[Worker]]:
-    """Start one worker process per adapter name, all at once; stop them all on the way out."""
-    env = {**os.environ, "FLEET_REDIS": redis_url, "FLEET_DIR": str(directory), "PYTHONPATH": str(ROOT)}
+def fleet(
+    redis_url: str,
+    directory: Path,
+    adapters: tuple[str, ...],
+    store: dict[str, object] | None = None,
+    sitemaps: dict[str, object] | None = None,
+) -> Iterator[list[Worker]]:
+    """Start one worker process per adapter name, all at once; stop them all on the way out.
+
+    ``store`` and ``sitemaps``: options of each worker's `RedisStore` and `Sitemaps`.
+    """
+    env = {
+        **os.environ,
+        "FLEET_REDIS": redis_url,
+        "FLEET_DIR": str(directory),
+        "FLEET_STORE": json.dumps(store or {}),
+        "FLEET_SITEMAPS": json.dumps(sitemaps or {}),
+        "PYTHONPATH": str(ROOT),
+    }
     processes = [
         subprocess.Popen(
             [sys.executable, "-m", "tests.fleet", adapter],
@@ -199,7 +224,7 @@ def test_requests_survive_redis_stopping_and_come_back_to_it_without_stale_data(
             assert worker.store_counter("redis_fallbacks") >= 1
             assert worker.store_counter("redis_outages") == 1
         (tmp_path / "outage.txt").write_text("/outage/new\n")
-        a.invalidate("outage")  # Redis cannot hear it now
+        assert not a.heard("outage")  # refused: Redis cannot hear it now
         new = ["https://fleet.example/outage/new"]
         assert page_locs(b.page(path).body) == new
 
@@ -237,3 +262,89 @@ def test_a_dead_workers_render_is_taken_over_once_its_lock_expires(tmp_path: Pat
 def _swallow(worker: Worker, path: str) -> None:
     with suppress(OSError, http.client.HTTPException):
         worker.get(path)
+
+
+def test_an_invalidation_redis_cannot_hear_is_refused_so_a_dying_worker_loses_nothing(tmp_path: Path) -> None:
+    """The save hook is told when the fleet has not heard it, and makes it again: an
+    invalidation never waits, unheard, inside a worker that may die before Redis is back."""
+    path = "/sitemap-outage-1.xml"
+    new = ["https://fleet.example/outage/new"]
+    with RedisServer(tmp_path / "redis") as server:
+        partition = Partition(server.port)  # Redis goes on (its documents with it); the workers lose it
+        try:
+            with fleet(partition.url, tmp_path, ("asgi", "wsgi")) as (a, b):
+                old = a.page(path).body
+                assert b.page(path).body == old
+                partition.cut()
+                (tmp_path / "outage.txt").write_text("/outage/new\n")
+                heard = a.heard("outage")
+                assert page_locs(a.page(path).body) == new  # rendered by the worker itself
+                a.process.kill()
+                a.process.wait(TIMEOUT)
+                partition.mend()
+                if not heard:
+                    b.invalidate("outage")  # the hook makes a refused invalidation again
+                assert page_locs(b.page(path).body) == new
+                assert page_locs(b.page(path).body) == new
+        finally:
+            partition.cut()
+
+
+# A slow Redis: each reply this late, inside `from_url`'s 1 s socket timeout.
+SLOW = (0.3, 0.8)
+BUDGET = 0.5  # seconds each request may wait on Redis in all (the workers' request_budget)
+# The call under way when the budget runs out: one round trip, after the client's handshake
+# when it opens a connection (redis-py 8: HELLO, CLIENT MAINT_NOTIFICATIONS, two SETINFO).
+CALL = 5 * SLOW[1]
+MARGIN = 0.5  # for HTTP and a fast render on a busy machine
+WARM = ("/sitemap-outage-1.xml", "/sitemap-takeover-1.xml", "/robots.txt", "/sitemap-outage-2.xml")
+
+
+def test_a_slow_redis_costs_each_request_its_budget_at_most_never_a_503(tmp_path: Path) -> None:
+    """Every provider is fast: time spent on a slow Redis must neither be charged to them
+    (a 503 counted as theirs) nor make a request wait longer than its budget and one call."""
+    paths = ["/sitemap-index.xml", "/sitemap-cold-1.xml", "/sitemap-shared-1.xml", "/sitemap-fresh-1.xml"]
+    store = {"request_budget": BUDGET}
+    with RedisServer(tmp_path / "redis") as server:
+        partition = Partition(server.port)
+        try:
+            with (
+                fleet(partition.url, tmp_path, ("asgi", "asgi"), store, {"provider_timeout": 1.0}) as workers,
+                ThreadPoolExecutor(2 * len(paths) + 1) as pool,
+            ):
+                # The scripts loaded while Redis is fast (a new instance's first call loads
+                # them: nine round trips), on paths the slow rounds never ask for.
+                for future in [pool.submit(worker.get, path) for worker in workers for path in WARM]:
+                    future.result()
+                partition.slow(*SLOW)
+                answers = []
+                for n in range(2):  # each round races an invalidation, as a save hook's would
+                    invalidating = pool.submit(workers[n % 2].invalidate, SECTIONS[n])
+                    asked = [pool.submit(_timed, worker, path) for worker in workers for path in paths]
+                    answers += [future.result() for future in asked]
+                    invalidating.result()
+                partition.slow(0)
+                counts = [worker.stats() for worker in workers]
+        finally:
+            partition.cut()
+    failed = [(path, got.status) for path, got, _ in answers if got.status != 200]
+    assert failed == []
+    assert all(len(page_locs(got.body)) >= 3 for _, got, _ in answers)  # whole documents
+    slowest = max(answers, key=lambda answer: answer[2])
+    assert slowest[2] < BUDGET + CALL + MARGIN, f"GET {slowest[0]} took {slowest[2]:.2f} s"
+    # No failure counted as a provider's (or as a queue for render slots).
+    charged = [
+        (section, name)
+        for c in counts
+        for section, counters in c["sitemaps"].items()
+        for name in ("provider_errors", "busy")
+        if counters.get(name)
+    ]
+    assert charged == []
+    assert sum(c["store"].get("", {}).get("redis_slow", 0) for c in counts) >= 1
+
+
+def _timed(worker: Worker, path: str) -> tuple[str, Got, float]:
+    started = time.monotonic()
+    got = worker.get(path)
+    return path, got, time.monotonic() - started

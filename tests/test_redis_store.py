@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,12 +19,13 @@ from pathlib import Path
 import pytest
 import redis
 
-from sitemap_middleware import ConfigurationError, Document, Sitemaps
+from sitemap_middleware import ConfigurationError, Document, InvalidationError, Sitemaps
 from sitemap_middleware.concurrency import flights
 from sitemap_middleware.redis import RedisStore
 
 from .conftest import Catalogue, SitemapClient, build, counter, wait_until
 from .redis_server import Partition, RedisServer
+from .servers import Server
 from .xsd import locs, validate
 
 PAGE = "/sitemap-products-1.xml"
@@ -245,22 +247,63 @@ def test_without_redis_every_request_is_rendered_locally_counted_and_logged(
     assert catalogue.calls <= calls + 1  # shared again
 
 
-def test_an_invalidation_made_without_redis_reaches_the_others_when_it_is_back(
+def test_an_invalidation_without_redis_is_refused_and_its_worker_never_serves_what_it_dropped(
     make_client: Callable[..., SitemapClient], store_on: Callable[..., RedisStore], redis_server: RedisServer
 ) -> None:
     partition = Partition(redis_server.port)
     catalogue = Catalogue(count=2)
     cut_off = store_on(partition.url)
     a, b, sitemaps_a, _ = two_workers(make_client, (cut_off, store_on()), catalogue)
-    assert b.get(PAGE).status == 200 and a.get(PAGE).status == 200
+    old = b.get(PAGE).body
+    assert a.get(PAGE).body == old
     partition.cut()
     catalogue.paths.append("/p/new")
-    sitemaps_a.invalidate("products")  # only this worker knows, until Redis hears it
+    with pytest.raises(InvalidationError, match="products"):
+        sitemaps_a.invalidate("products")  # the caller hears that the fleet has not
     assert page_locs(a.get(PAGE).body)[-1] == "https://shop.example/p/new"
     partition.mend()
-    # No request needed: the worker retries on its own and pushes what it missed first.
     wait_until(lambda: cut_off.stats.snapshot()[""].get("redis_recoveries"), "the worker reaches Redis again")
-    assert page_locs(b.get(PAGE).body)[-1] == "https://shop.example/p/new"
+    # Nothing was kept to be pushed later: the others serve what Redis holds, but the
+    # refused worker renders the section itself rather than serve what it meant to drop.
+    assert b.get(PAGE).body == old
+    assert page_locs(a.get(PAGE).body)[-1] == "https://shop.example/p/new"
+    sitemaps_a.invalidate("products")  # made again, and heard
+    for client in (b, a):
+        assert page_locs(client.get(PAGE).body)[-1] == "https://shop.example/p/new"
+
+
+def test_an_invalidation_right_after_redis_comes_back_reaches_every_worker_at_once(
+    make_client: Callable[..., SitemapClient], store_on: Callable[..., RedisStore], redis_server: RedisServer
+) -> None:
+    partition = Partition(redis_server.port)
+    catalogue = Catalogue(count=2)
+    flapping = store_on(partition.url, retry_interval=5.0)  # its own retry would come seconds later
+    a, b, sitemaps_a, _ = two_workers(make_client, (flapping, store_on()), catalogue)
+    cycles, stale = 5, 0
+    for n in range(cycles):
+        assert b.get(PAGE).status == 200  # stored
+        partition.cut()
+        assert a.get(PAGE).status == 200  # finds Redis away
+        partition.mend()
+        catalogue.paths.append(f"/p/new-{n}")
+        sitemaps_a.invalidate("products")
+        if page_locs(b.get(PAGE).body)[-1] != f"https://shop.example/p/new-{n}":
+            stale += 1
+    assert stale == 0
+    assert flapping.stats.snapshot()[""]["redis_outages"] == cycles  # each time marked down
+
+
+def test_a_count_mismatch_while_redis_is_away_is_still_answered(
+    make_client: Callable[..., SitemapClient], store_on: Callable[..., RedisStore], redis_server: RedisServer
+) -> None:
+    """A mismatch invalidates its section from inside a render: a refusal must not fail it."""
+    partition = Partition(redis_server.port)
+    sitemaps = Sitemaps(base_url="https://shop.example", cache=store_on(partition.url))
+    sitemaps.add_provider("products", lambda: (f"/p/{n}" for n in range(25)), page_size=10, count=lambda: 10)
+    client = make_client(sitemaps)
+    partition.cut()
+    assert page_locs(client.get(PAGE).body) == [f"https://shop.example/p/{n}" for n in range(10)]
+    assert counter(sitemaps, "products", "count_mismatch") == 1
 
 
 def test_a_restarted_redis_never_brings_back_documents_from_before_an_invalidation(
@@ -275,7 +318,8 @@ def test_a_restarted_redis_never_brings_back_documents_from_before_an_invalidati
         assert b.get(PAGE).body == old
         server.stop(save=True)  # the old page is in its dump, and comes back with it
         catalogue.paths.append("/p/new")
-        sitemaps_a.invalidate("products")
+        with pytest.raises(InvalidationError):
+            sitemaps_a.invalidate("products")
         server.start()
         for client in (b, a, b):
             assert page_locs(client.get(PAGE).body)[-1] == "https://shop.example/p/new"
@@ -294,6 +338,7 @@ def test_a_client_that_decodes_responses_is_refused(redis_server: RedisServer) -
         pytest.param("ttl", 0, id="ttl-zero"),
         pytest.param("lock_timeout", -1, id="lock-timeout-negative"),
         pytest.param("prefix", "", id="prefix-empty"),
+        pytest.param("request_budget", 0, id="request-budget-zero"),
     ],
 )
 def test_bad_options_are_refused_at_construction(
@@ -301,3 +346,82 @@ def test_bad_options_are_refused_at_construction(
 ) -> None:
     with pytest.raises(ConfigurationError, match=option):
         RedisStore(redis.Redis(port=redis_server.port), **{option: value})  # type: ignore[arg-type]
+
+
+# A slow Redis: every reply this late, well inside the 1 s socket timeout.
+SLOW = 0.2
+BUDGET = 0.1
+MARGIN = 0.5  # for the render and the client, on a busy machine
+
+
+def test_a_slow_redis_costs_a_request_its_budget_then_it_answers_without_redis(
+    make_client: Callable[..., SitemapClient],
+    store_on: Callable[..., RedisStore],
+    redis_server: RedisServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    partition = Partition(redis_server.port)
+    store = store_on(partition.url, request_budget=BUDGET)
+    catalogue = Catalogue(count=3)
+    sitemaps, _ = build(catalogue, cache=store)
+    client = make_client(sitemaps)
+    assert store.get("warm|up") is None  # a connection, and the scripts loaded: one round trip a call
+    partition.slow(SLOW)
+    paths = ["/sitemap-index.xml", PAGE, "/sitemap-index.xml", PAGE]
+    with caplog.at_level(logging.WARNING, logger="sitemap_middleware"):
+        for path in paths:
+            started = time.monotonic()
+            got = client.get(path)
+            took = time.monotonic() - started
+            assert got.status == 200 and len(locs(validate(got.body))) in (1, 3)
+            assert took < BUDGET + SLOW + MARGIN, f"GET {path} took {took:.2f} s"
+    assert store.stats.snapshot()[""]["redis_slow"] == len(paths)  # each request once, not each call
+    assert "provider_errors" not in sitemaps.stats.snapshot().get("products", {})
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "slow" in r.getMessage()]
+    assert len(warnings) == 1  # not once per request
+    partition.slow(0)
+    client.get(PAGE)
+    calls = catalogue.calls
+    assert client.get(PAGE).status == 200
+    assert catalogue.calls == calls  # shared again
+
+
+def test_a_slow_redis_that_lacks_the_scripts_still_costs_a_request_its_budget(
+    make_client: Callable[..., SitemapClient], store_on: Callable[..., RedisStore], redis_server: RedisServer
+) -> None:
+    """A first call meets a Redis without our scripts (a new instance, a new prefix): loading
+    them is several round trips, and the request stops between them once out of time."""
+    partition = Partition(redis_server.port)
+    store = store_on(partition.url, request_budget=BUDGET)
+    sitemaps, _ = build(Catalogue(count=3), cache=store)
+    client = make_client(sitemaps)
+    partition.slow(SLOW)  # from the connection's handshake on (redis-py 8: four round trips)
+    started = time.monotonic()
+    got = client.get(PAGE)
+    took = time.monotonic() - started
+    assert got.status == 200 and len(locs(validate(got.body))) == 3
+    assert took < BUDGET + 5 * SLOW + MARGIN, f"GET {PAGE} took {took:.2f} s"
+    assert store.stats.snapshot()[""]["redis_slow"] == 1
+
+
+# Seconds a provider may go without a batch: far less than the store's time in a cold index.
+PROVIDER_TIMEOUT = 0.2
+
+
+@pytest.mark.parametrize("serve", ["uvicorn", "werkzeug-helpers"], indirect=True)
+def test_time_waiting_on_redis_is_never_charged_to_the_provider_deadline(
+    serve: Callable[[Sitemaps], Server], store_on: Callable[..., RedisStore], redis_server: RedisServer
+) -> None:
+    partition = Partition(redis_server.port)
+    # A budget no request spends: every lookup, claim and write of the render is made.
+    store = store_on(partition.url, request_budget=30.0)
+    sitemaps = Sitemaps(base_url="https://shop.example", cache=store, provider_timeout=PROVIDER_TIMEOUT)
+    for section in ("a", "b", "c"):
+        sitemaps.add_provider(section, lambda section=section: [f"/{section}/1", f"/{section}/2"])
+    server = serve(sitemaps)
+    assert store.get("warm|up") is None  # a connection, and the scripts loaded
+    partition.slow(0.1)  # a plan's lookup, claim and write per section: 0.9 s in the index's render
+    got = server.get("/sitemap-index.xml")
+    assert got.status == 200, got.body
+    assert len(locs(validate(got.body))) == 3
+    assert all("provider_errors" not in counts for counts in sitemaps.stats.snapshot().values())

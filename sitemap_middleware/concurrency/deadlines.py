@@ -16,21 +16,29 @@ last sign of progress:
       ...                                       # render() calls beat() per batch
       if heartbeat.silent_for() > thread_deadline(timeout):
           ...                                   # a stall: give up on the thread
+
+Time the work spends waiting on something else is not the provider's: a store's round
+trips (a Redis lookup, a lock claim, a write), made inside a render, run `off_the_clock`,
+and no heartbeat watching them counts it as silence::
+
+    with off_the_clock():
+        store.get(key)                          # however slow, never the provider's stall
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import anyio
 
 from ..errors import ProviderError
 
-__all__ = ["THREAD_GRACE", "Heartbeat", "beat", "thread_deadline", "within"]
+__all__ = ["THREAD_GRACE", "Heartbeat", "beat", "off_the_clock", "thread_deadline", "within"]
 
 T = TypeVar("T")
 
@@ -78,12 +86,14 @@ def _cancelling() -> bool:
 
 
 class Heartbeat:
-    """When the work it watches last made progress (`time.monotonic` seconds)."""
+    """When the work it watches last made progress (`time.monotonic` seconds), and
+    since when that work has been waiting on something else (`off_the_clock`)."""
 
-    __slots__ = ("last",)
+    __slots__ = ("_away", "last")
 
     def __init__(self) -> None:
         self.last = time.monotonic()
+        self._away: float | None = None
 
     def context(self) -> contextvars.Context:
         """A copy of the current context in which `beat` renews this heartbeat too."""
@@ -92,7 +102,28 @@ class Heartbeat:
         return context
 
     def silent_for(self) -> float:
-        return time.monotonic() - self.last
+        """Seconds without progress, not counting time spent `off_the_clock`."""
+        away = self._away
+        return (time.monotonic() if away is None else away) - self.last
+
+
+@contextlib.contextmanager
+def off_the_clock() -> Iterator[None]:
+    """The time spent inside is not the provider's: the heartbeats watching this context
+    stop counting silence until it ends (a store's round trip, however slow it is)."""
+    stopped = [heartbeat for heartbeat in _CURRENT.get() if heartbeat._away is None]
+    now = time.monotonic()
+    for heartbeat in stopped:
+        heartbeat._away = now
+    try:
+        yield
+    finally:
+        now = time.monotonic()
+        for heartbeat in stopped:
+            away = heartbeat._away
+            if away is not None:
+                heartbeat.last += now - away  # the silence before it goes on counting
+            heartbeat._away = None
 
 
 def beat() -> None:

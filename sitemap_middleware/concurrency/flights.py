@@ -124,8 +124,9 @@ class LocalFlight:
 
     def stalled(self, stall_after: float | None) -> bool:
         """No provider progress for ``stall_after`` s, or a client too slow to take a chunk."""
-        now = time.monotonic()
-        return stalled_by(now - self.started, now - self.heartbeat.last, self.client_wait(), stall_after)
+        return stalled_by(
+            time.monotonic() - self.started, self.heartbeat.silent_for(), self.client_wait(), stall_after
+        )
 
     def over(self, stall_after: float | None) -> bool:
         """Whether a follower should stop waiting: done, or stalled."""

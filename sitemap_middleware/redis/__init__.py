@@ -19,8 +19,14 @@ What a fleet gets from it:
   The leader streams to its own client while the store fills; the others get the stored bytes.
 - Redis going away fails no request: each worker renders its requests itself, logs it
   once and counts it (`RedisStore.stats`), and uses Redis again once it answers
-  (`link.Link`), pushing first any invalidation it made meanwhile. A Redis that comes
-  back as a new instance (restarted, failed over) serves nothing stored before.
+  (`link.Link`). A Redis that comes back as a new instance (restarted, failed over)
+  serves nothing stored before.
+- A slow Redis costs a request ``request_budget`` seconds at most (and the call under
+  way): past it, the request answers without Redis, as during an outage (counted
+  ``redis_slow``). Time waiting on Redis is never charged to a provider's deadline.
+- ``invalidate()`` always makes its round trip: heard by the fleet once it returns, or
+  `InvalidationError` (nothing is deferred into a process that may die). A worker whose
+  invalidation was refused answers those sections without Redis until one reaches it.
 - A slow or silent Redis never stalls an event loop: the store declares its calls
   ``blocking``, so the ASGI adapter makes them in worker threads (`flow.Call`), except a
   request's lookup (a cached page, a 304), which it awaits on the loop through a

@@ -7,7 +7,8 @@ store. Requests in the leader's own process share its `LocalFlight`, exactly as 
 
     lead, flight = store.flights.claim(key)     # the same protocol as `Flights`
 
-`claim` is one round trip, made where the caller may block (`CacheStore.blocking`).
+`claim` is one round trip, made where the caller may block (`CacheStore.blocking`), with
+no lock held meanwhile (requests here for the same key wait for its answer, for no other).
 Everything else a flight needs from Redis is done by one background thread per process
 (`RedisFlights._work`), so that a flight's ``over`` and ``release`` never wait on Redis
 (the ASGI adapter calls them on the event loop): it deletes the locks of finished
@@ -28,7 +29,8 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from ..concurrency.deadlines import Heartbeat
+from ..caching import store_time
+from ..concurrency.deadlines import Heartbeat, off_the_clock
 from ..concurrency.flights import Flight, Flights, LocalFlight, stalled_by
 from .link import Away, Link, fresh
 from .scripts import Template
@@ -59,42 +61,67 @@ class RedisFlights:
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._flights: dict[str, Flight] = {}  # the flight local requests for a key follow
+        self._asking: dict[str, threading.Event] = {}  # keys whose claim is on its way to Redis
         self._leads: dict[LocalFlight, _Lead] = {}
         self._ended: list[_Lead] = []  # locks of finished renders, for `_work` to delete
         self._worker: threading.Thread | None = None
         self._worker_pid = 0
 
     def claim(self, key: str, *, replacing: Flight | None = None) -> tuple[bool, Flight]:
+        while True:
+            with self._lock:
+                current = self._flights.get(key)
+                if current is not None and current is not replacing and not current.done.is_set():
+                    return False, current
+                asking = self._asking.get(key)
+                if asking is None:
+                    asking = self._asking[key] = threading.Event()
+                    break
+            # Another request here is asking Redis about this key: its answer is ours too.
+            # No lock is held across a round trip, so other keys never queue behind it.
+            with off_the_clock():
+                store_time.charged(asking.wait)
+        try:
+            return self._claim(key, replacing)
+        finally:
+            with self._lock:
+                del self._asking[key]
+            asking.set()
+
+    def _claim(self, key: str, replacing: Flight | None) -> tuple[bool, Flight]:
+        template = Template.parse(key)
+        token = uuid.uuid4().hex
+        link = self._link
+        try:
+            if link.unheard(template.sections):
+                raise Away  # Redis missed an invalidation of it: render it here, alone
+            reply = link.script(
+                "claim",
+                [link.keys.generations],
+                [
+                    link.keys.prefix,
+                    fresh(),
+                    self.lock_ms,
+                    f"{token}|0|0|-1",
+                    self._token_of(replacing),
+                    *template.args(),
+                ],
+            )
+            # A request that spent its time on Redis could not read what another render
+            # stores: it renders for itself rather than wait for that render.
+            if reply[1] == b"held" and link.out_of_time():
+                raise Away
+        except Away:
+            link.stats.count("", "redis_fallbacks")
+            return True, Flights().claim(key)[1]  # alone: shared with no one
+        values = link.learn(template.sections, reply[0])
+        outcome = reply[1]
+        if outcome == b"stored":
+            ended = LocalFlight(key, self)
+            ended.done.set()
+            return False, ended  # look again: it is there
+        lock = link.keys.lock(template.render(values))
         with self._lock:
-            current = self._flights.get(key)
-            if current is not None and current is not replacing and not current.done.is_set():
-                return False, current
-            template = Template.parse(key)
-            token = uuid.uuid4().hex
-            link = self._link
-            try:
-                reply = link.script(
-                    "claim",
-                    [link.keys.generations],
-                    [
-                        link.keys.prefix,
-                        fresh(),
-                        self.lock_ms,
-                        f"{token}|0|0|-1",
-                        self._token_of(replacing),
-                        *template.args(),
-                    ],
-                )
-            except Away:
-                link.stats.count("", "redis_fallbacks")
-                return True, Flights().claim(key)[1]  # alone: shared with no one
-            values = link.learn(template.sections, reply[0])
-            outcome = reply[1]
-            if outcome == b"stored":
-                ended = LocalFlight(key, self)
-                ended.done.set()
-                return False, ended  # look again: it is there
-            lock = link.keys.lock(template.render(values))
             if outcome == b"lead":
                 flight = LocalFlight(key, self)
                 self._flights[key] = flight
@@ -206,7 +233,7 @@ class RedisFlights:
             now = time.monotonic()
             client = flight.client_wait()
             progress = (
-                f"{lead.token}|{_ms(now - flight.started)}|{_ms(now - flight.heartbeat.last)}"
+                f"{lead.token}|{_ms(now - flight.started)}|{_ms(flight.heartbeat.silent_for())}"
                 f"|{-1 if client is None else _ms(client)}"
             )
             try:

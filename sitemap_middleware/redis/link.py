@@ -21,15 +21,27 @@ while one prober thread retries every ``retry_interval`` seconds::
         ...
     link.run(getting(key))                        # or: await link.run_on_loop(getting(key), clients)
 
-An invalidation Redis could not hear is kept (`Link.invalidate`) and pushed by the prober
-before anything else: until then this process keeps doing without Redis, so it never
-serves a document its own invalidation dropped. A Redis that comes back as a *new
-instance* (a restart, a failover) is found by its missing scripts: the first process to
-meet it starts a new epoch before anyone reads from it (`scripts.ADOPT`).
+A Redis that answers, but slowly, is no outage, yet it must not hold a request either:
+each exchange is charged to the request it is made for (`caching.store_time`), and once
+a request has spent ``budget`` seconds on Redis its further exchanges raise `Away` at
+once, as during an outage (counted ``redis_slow`` once per request, logged once a
+minute at most). Whatever a request waits on Redis is never its provider's time: calls
+run `deadlines.off_the_clock`.
+
+An invalidation always makes its round trip, even while Redis seems away (it is a probe
+too), and either Redis has heard it when `Link.invalidate` returns, or it raises
+`InvalidationError`: nothing is kept to be sent later by a process that may die first.
+Until an invalidation of those sections reaches Redis (from anyone, seen as their
+generation moving) or ``ttl`` passes (every document from before has expired by then),
+this process does without Redis for them (`Link.unheard`), so it never serves what it
+meant to drop. A Redis that comes back as a *new instance* (a restart, a failover) is
+found by its missing scripts: the first process to meet it starts a new epoch before
+anyone reads from it (`scripts.ADOPT`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
@@ -42,6 +54,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import redis
 from redis.exceptions import NoScriptError, ReadOnlyError, RedisError
 
+from ..caching import store_time
+from ..concurrency.deadlines import off_the_clock
+from ..errors import InvalidationError
 from ..flow import run_async, run_blocking
 from ..stats import Stats, logger
 from .mirror import mirror
@@ -90,7 +105,16 @@ def _apply(client: Any, step: Command) -> Any:
 class Link:
     """One client, the scripts it runs, its health, and the generations it last saw."""
 
-    def __init__(self, client: redis.Redis, keys: Keys, *, retry_interval: float, stats: Stats) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        keys: Keys,
+        *,
+        retry_interval: float,
+        budget: float,
+        ttl: float,
+        stats: Stats,
+    ) -> None:
         self.client = client
         # Makes this client's asyncio twin, one per event loop (`run_on_loop`); None: cannot.
         self.mirror = mirror(client)
@@ -98,6 +122,8 @@ class Link:
         self.keys = keys
         self.stats = stats
         self._retry_interval = retry_interval
+        self.budget = budget  # seconds a request may wait on Redis in all
+        self._ttl = ttl
         # The scripts carry the prefix: a new instance is adopted once per prefix (see ADOPT).
         self._sources = {
             name: f"-- sitemap-middleware {keys.prefix!r}\n{body}" for name, body in SCRIPTS.items()
@@ -105,12 +131,16 @@ class Link:
         self._shas = {name: _sha1(source) for name, source in self._sources.items()}
         self._lock = threading.Lock()
         self._down = False
-        self._pending: dict[str, str] = {}  # invalidations Redis has not heard: field -> value
+        # Invalidations Redis refused, by field ('' for everything): what was seen of the
+        # field's generation before (None: nothing), and until when it holds (`unheard`).
+        self._unheard: dict[str, tuple[str | None, float]] = {}
         self._prober: threading.Thread | None = None
         self._prober_pid = 0
         self._complained = 0.0
+        self._complained_slow = 0.0
         # section -> "<epoch>.<generation>" as last seen here; keys are built from it.
         self.seen: dict[str, str] = {}
+        self._epoch: str | None = None  # as last seen here
 
     def learn(self, sections: Sequence[str], values: Sequence[bytes]) -> tuple[str, ...]:
         """Remember the generations a script reported; returns them as text."""
@@ -118,13 +148,32 @@ class Link:
         seen = self.seen
         for section, text in zip(sections, texts, strict=True):
             seen[section] = text
+        if texts:
+            self._epoch = texts[0].partition(".")[0]
         return texts
+
+    def unheard(self, sections: Sequence[str]) -> bool:
+        """Whether an invalidation Redis refused covers one of ``sections`` still: this
+        process then does without Redis for them (it would serve what it meant to drop)."""
+        if not self._unheard:
+            return False
+        now = time.monotonic()
+        with self._lock:
+            for field, (before, until) in list(self._unheard.items()):
+                if now >= until or (before is not None and before != self._generation(field)):
+                    del self._unheard[field]  # expired since, or someone's invalidation reached Redis
+            return "" in self._unheard or any(section in self._unheard for section in sections)
+
+    def _generation(self, field: str) -> str | None:
+        """A field's generation as last seen here: a section's, or ('') the epoch."""
+        return self.seen.get(field) if field else self._epoch
 
     # -- calls ---------------------------------------------------------------------------------
 
     def run(self, exchange: Exchange[T]) -> T:
-        """``exchange`` on the sync client, on this thread."""
-        return run_blocking(exchange, self._send)
+        """``exchange`` on the sync client, on this thread (never on a provider's clock)."""
+        with off_the_clock():
+            return run_blocking(exchange, self._send)
 
     async def run_on_loop(self, exchange: Exchange[T], clients: LoopClients) -> T:
         """``exchange`` on this event loop's asyncio client (made on first use; ``clients``
@@ -146,22 +195,67 @@ class Link:
         return self.run(self._guarded(_calling(call)))
 
     def invalidate(self, field: str, value: str) -> None:
-        """Set a generation in Redis, or keep it for when Redis is back (and do without it until then)."""
+        """Set a generation in Redis: heard by the whole fleet once this returns, else
+        `InvalidationError`. Always a round trip, even while Redis seems away: a probe too.
+        """
         try:
-            self.script("invalidate", [self.keys.generations], [fresh(), field, value])
-        except Away:
-            with self._lock:
-                self._pending[field] = value
-                self._down = True
-            self._probe_soon()
+            self.run(self._eval("invalidate", [self.keys.generations], [fresh(), field, value], timed=False))
+        except RedisError as error:
+            if isinstance(error, _OUTAGES):
+                self._lost(error)
+            else:
+                self._failed(error)
+            self._refused(field)
+            what = f"invalidate({field!r})" if field else "invalidate()"
+            raise InvalidationError(
+                f"Redis did not hear {what} ({error}): the other workers serve what they hold until "
+                f"it is made again or their documents expire (ttl={self._ttl:g} s)"
+            ) from error
+        with self._lock:
+            if field:
+                self._unheard.pop(field, None)
+            else:
+                self._unheard.clear()
+        self._back()
+
+    def _refused(self, field: str) -> None:
+        with self._lock:
+            held = self._unheard.get(field)
+            before = held[0] if held is not None else self._generation(field)
+            self._unheard[field] = (before, time.monotonic() + self._ttl)
+
+    def out_of_time(self, tab: store_time.Tab | None = None) -> bool:
+        """Whether the request this call is for (``tab``, by default the current one) has
+        spent its budget on Redis: then counted ``redis_slow``, once per request, and it
+        goes on without Redis."""
+        tab = tab or store_time.current()
+        if tab is None or tab.waited() < self.budget:
+            return False
+        if not tab.refused:
+            tab.refused = True
+            self.stats.count("", "redis_slow")
+            now = time.monotonic()
+            if now - self._complained_slow > _COMPLAIN_EVERY:
+                self._complained_slow = now
+                logger.warning(
+                    "sitemap cache: Redis is slow: a request waited %.2f s on it, past its "
+                    "request_budget of %g s; such requests are answered without Redis",
+                    tab.waited(),
+                    self.budget,
+                )
+        return True
 
     def _guarded(self, exchange: Exchange[T]) -> Exchange[T]:
-        """``exchange``, with what an outage or a failed call does (`Away`)."""
+        """``exchange``, with what an outage, a failed call or a spent budget does (`Away`)."""
         if self._down:
             self._probe_soon()
             raise Away
+        tab = store_time.current()
+        if self.out_of_time(tab):
+            raise Away
         try:
-            return (yield from exchange)
+            with contextlib.nullcontext() if tab is None else tab.waiting():
+                return (yield from exchange)
         except _OUTAGES as error:
             self._lost(error)
             raise Away from error
@@ -169,22 +263,29 @@ class Link:
             self._failed(error)
             raise Away from error
 
-    def _eval(self, name: str, keys: Sequence[str], args: Sequence[str | bytes | int]) -> Exchange[Any]:
+    def _eval(
+        self, name: str, keys: Sequence[str], args: Sequence[str | bytes | int], *, timed: bool = True
+    ) -> Exchange[Any]:
+        """One script: a round trip, or a few when Redis lacks the scripts (`_adopt`), between
+        which a request out of time stops (`Away`) unless ``timed`` is off (an invalidation)."""
         evalsha = command("EVALSHA", self._shas[name], len(keys), *keys, *args)
         try:
             return (yield evalsha)
         except NoScriptError:
-            yield from self._adopt()
+            yield from self._adopt(timed)
+            self._in_time(timed)
             return (yield evalsha)
 
-    def _adopt(self) -> Exchange[None]:
+    def _adopt(self, timed: bool) -> Exchange[None]:
         """A Redis without our scripts: a new instance, unless another process adopted it first."""
+        self._in_time(timed)
         try:
             info = yield command("INFO", "server")
             run_id = str(info.get("run_id") or "")
         except RedisError:
             run_id = ""
         run_id = run_id or f"unknown-{fresh()}"  # INFO refused: treat it as new every time
+        self._in_time(timed)
         if (yield command("EVAL", ADOPT, 1, self.keys.generations, run_id, fresh())):
             self.stats.count("", "redis_new_instances")
             logger.warning(
@@ -192,8 +293,12 @@ class Link:
                 "documents stored before it are no longer served",
                 run_id,
             )
-        for source in self._sources.values():
-            yield command("SCRIPT LOAD", source)
+        self._in_time(timed)
+        yield partial(_pipelined, [("SCRIPT LOAD", source) for source in self._sources.values()])
+
+    def _in_time(self, timed: bool) -> None:
+        if timed and self.out_of_time():
+            raise Away
 
     # -- health ----------------------------------------------------------------------------
 
@@ -229,28 +334,30 @@ class Link:
             time.sleep(self._retry_interval)
 
     def _recovered(self) -> bool:
-        with self._lock:
-            if not self._down:
-                return True
-            pending = dict(self._pending)
+        if not self._down:
+            return True  # an invalidation reached Redis meanwhile
         try:
-            if pending:
-                pairs = [item for field_value in pending.items() for item in field_value]
-                self.run(self._eval("invalidate", [self.keys.generations], [fresh(), *pairs]))
-            else:
-                self.client.ping()
+            self.client.ping()
         except RedisError:
             return False
-        with self._lock:
-            for field, value in pending.items():
-                if self._pending.get(field) == value:
-                    del self._pending[field]
-            if self._pending:
-                return False  # another invalidation came meanwhile: push it first
-            self._down = False
-        self.stats.count("", "redis_recoveries")
-        logger.info("sitemap cache: Redis is back; documents are shared again")
+        self._back()
         return True
+
+    def _back(self) -> None:
+        """Redis answered: used again from the next call on."""
+        with self._lock:
+            was_down, self._down = self._down, False
+        if was_down:
+            self.stats.count("", "redis_recoveries")
+            logger.info("sitemap cache: Redis is back; documents are shared again")
+
+
+def _pipelined(commands: list[tuple[Any, ...]], client: Any) -> Any:
+    """``commands`` in one round trip, on either kind of client (an awaitable from an asyncio one)."""
+    pipe = client.pipeline(transaction=False)
+    for args in commands:
+        pipe.execute_command(*args)
+    return pipe.execute()
 
 
 def _calling(call: Callable[[], T]) -> Exchange[T]:

@@ -50,10 +50,19 @@ class RedisStore:
     - ``local_bytes``: bodies this process keeps of what it served, so a repeat (a 304,
       a gzip page) fetches only the validators from Redis when the body is unchanged.
     - ``retry_interval``: seconds between two attempts to reach Redis once it went away.
+    - ``request_budget``: seconds one request may wait on Redis in all (lookups, lock
+      claims, writes); past it, the request answers without Redis, as during an outage.
+      By default the client's ``socket_timeout`` (1 s from `from_url`; 1 s if it has none):
+      a slow Redis costs a request about what one call that times out would.
+
+    ``invalidate()`` is heard by every worker once it returns, or raises
+    `InvalidationError`: it is always a round trip to Redis, and nothing is deferred.
 
     ``stats`` counts what happened between this process and Redis (section ``""``):
-    ``redis_fallbacks`` (renders done alone because Redis was away), ``redis_outages``,
-    ``redis_recoveries``, ``redis_errors`` and ``redis_new_instances``.
+    ``redis_fallbacks`` (renders done alone, without Redis: it was away, the request had
+    spent its budget, or an invalidation Redis refused covers the document), ``redis_slow``
+    (requests that spent their ``request_budget`` and went on without Redis),
+    ``redis_outages``, ``redis_recoveries``, ``redis_errors`` and ``redis_new_instances``.
 
     Under ASGI a request's lookup is awaited on the event loop through a ``redis.asyncio``
     client with ``client``'s settings (`mirror`), one per event loop, made on first use and
@@ -75,6 +84,7 @@ class RedisStore:
         lock_timeout: float = 10.0,
         local_bytes: int = 32 * 1024 * 1024,
         retry_interval: float = 1.0,
+        request_budget: float | None = None,
     ) -> None:
         if client.connection_pool.connection_kwargs.get("decode_responses"):
             raise ConfigurationError(
@@ -88,12 +98,18 @@ class RedisStore:
         self.max_bytes = max_bytes
         self.ttl = check_timeout("ttl", ttl)
         lock_timeout = check_timeout("lock_timeout", lock_timeout)
+        if request_budget is None:
+            # A slow Redis costs a request about what one call that times out would.
+            request_budget = client.connection_pool.connection_kwargs.get("socket_timeout") or 1.0
+        self.request_budget = check_timeout("request_budget", request_budget)
         self.stats = Stats()
         self._keys = Keys(prefix)
         self._link = Link(
             client,
             self._keys,
             retry_interval=check_timeout("retry_interval", retry_interval),
+            budget=self.request_budget,
+            ttl=self.ttl,
             stats=self.stats,
         )
         self.flights = RedisFlights(self._link, lock_timeout)
@@ -124,6 +140,7 @@ class RedisStore:
         return token(section, self._link.seen.get(section, "?"))
 
     def invalidate(self, section: str | None = None) -> None:
+        """Heard by every worker once it returns; `InvalidationError` when Redis cannot be reached."""
         self._link.invalidate("" if section is None else section, fresh())
 
     def get(self, key: str) -> Document | None:
@@ -151,7 +168,7 @@ class RedisStore:
         except Away:
             return None
         values = link.learn(template.sections, reply[0])
-        if len(reply) == 1:
+        if len(reply) == 1 or link.unheard(template.sections):
             return None
         if len(reply) == 4 and held is not None:
             return held  # Redis holds the very bytes this process has
@@ -165,10 +182,12 @@ class RedisStore:
         if charge > self.max_bytes:
             return  # larger than the whole budget: served, never stored
         template = Template.parse(key)
+        link = self._link
+        if link.unheard(template.sections):
+            return  # Redis missed an invalidation of it: nothing rendered since goes there
         # A leader stores what it rendered under the generations it claimed with; any
         # other writer under those its key was built with. Either way, none moved since.
         rendered_under = self.flights.claimed(key) or template.values
-        link = self._link
         try:
             reply = link.script(
                 "set",
