@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -42,6 +42,27 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument(
         "--base-url", help="where a local file is served (for the host and directory rules)"
     )
+    validate.add_argument(
+        "--document-timeout",
+        type=_positive(float),
+        default=120.0,
+        metavar="SECONDS",
+        help="time to read one document, whatever the server does (default: %(default)g)",
+    )
+    validate.add_argument(
+        "--run-timeout",
+        type=_positive(float),
+        default=3600.0,
+        metavar="SECONDS",
+        help="time for the whole run; what is not checked by then is counted (default: %(default)g)",
+    )
+    validate.add_argument(
+        "--concurrency",
+        type=_positive(int),
+        default=8,
+        metavar="N",
+        help="documents read at once (default: %(default)s)",
+    )
     export = commands.add_parser("export", help="write every index and page as static files")
     export.add_argument(
         "sitemaps", metavar="MODULE:ATTR", help="where the Sitemaps object is, e.g. shop.sitemaps:sitemaps"
@@ -51,10 +72,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
+        return value
+
+    return parse
+
+
 def _validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .progress import Progress
     from .schemas import SchemaError, Schemas
-    from .validate import Checker
+    from .validate import Checker, Limits
 
     schemas = None
     if args.schemas is not None:
@@ -69,6 +103,9 @@ def _validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         schemas=schemas,
         base_url=args.base_url,
         progress=progress.validated if progress.live else None,
+        limits=Limits(timeout=args.document_timeout),
+        run_timeout=args.run_timeout,
+        concurrency=args.concurrency,
     )
     summary = checker.check(args.target)
     progress.done()
