@@ -330,6 +330,28 @@ def test_reports_follow_the_index_when_children_finish_out_of_order(hostile):
     ]
 
 
+def test_an_index_s_children_are_reported_right_after_it(hostile):
+    # Each document has one problem (a bad priority), so the report names them in order.
+    def bad(name: str) -> str:
+        return urlset(url(hostile.url(f"/p{name}"), "<priority>2</priority>"))
+
+    for group in ("a", "b"):
+        for n in range(3):
+            hostile.serve(f"/{group}{n}.xml", bad(f"/{group}{n}"))
+        hostile.serve(f"/{group}.xml", index(*(hostile.url(f"/{group}{n}.xml") for n in range(3))))
+    hostile.serve("/c.xml", bad("/c"))
+    robots = "".join(f"Sitemap: {hostile.url(name)}\n" for name in ("/a.xml", "/b.xml", "/c.xml"))
+    hostile.serve("/robots.txt", robots, content_type="text/plain")
+    code, lines = run("validate", hostile.url("/robots.txt"))
+    assert code == 1
+    assert [line.partition(hostile.url("/"))[2].partition(":")[0] for line in lines[:-1]] == [
+        *("a0.xml", "a1.xml", "a2.xml"),
+        *("b0.xml", "b1.xml", "b2.xml"),
+        "c.xml",
+    ]
+    assert lines[-1] == "checked 10 files, 7 URLs: 7 problems, 0 warnings"
+
+
 def test_past_the_run_deadline_what_was_not_checked_is_counted(hostile):
     names = [f"/hangs{n}.xml" for n in range(30)]
     for name in names:

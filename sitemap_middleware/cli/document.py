@@ -310,6 +310,8 @@ class _Document:
         if not self._loc(line, loc, under_directory=False):
             return
         listing = Listing(self.location, line)
+        if len(self.findings.children) >= MAX_SITEMAPS:
+            return  # over the limit (reported once the index is read): not followed
         if is_url(self.location):
             self.findings.children.append(Job(loc, listing, URLSET, local=False))
         else:  # a local index's children are the files beside it, by their names

@@ -12,12 +12,13 @@ index that lists it)::
 Bounded whatever the servers do: each document is read under `Limits` (size, time and
 redirects: fetch.py), ``concurrency`` at a time, and the whole run within ``run_timeout``
 seconds; what was not checked by then is counted in one problem. Reports come in a fixed
-order whatever finishes first: the starting target, then what it lists, level by level in the
-order listed, each document's problems by line, duplicate locs found in that same order.
+order whatever finishes first: the order listed, an index's children right after it, each
+document's problems by line, duplicate locs found in that same order.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -25,6 +26,7 @@ from concurrent.futures import wait as wait_for
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import islice
 
 from ..errors import ConfigurationError
 from .document import MAX_SHOWN, Findings, Job, Problem, Rules, check_document
@@ -35,7 +37,7 @@ __all__ = ["Checker", "Limits", "Problem", "Summary"]
 
 # Duplicates are found with 8-byte fingerprints, for this many locs at most (~1 GB beyond it).
 MAX_FINGERPRINTS = 10_000_000
-_AHEAD = 4  # documents read ahead of the one reported next, per worker: their findings wait
+_AHEAD = 2  # documents read ahead of the one reported next, per worker: their findings wait
 
 
 @dataclass
@@ -88,33 +90,37 @@ class Checker:
         """Check ``target`` and everything it leads to."""
         run = Deadline.after(self.run_timeout, "the run's deadline")
         rules = Rules(self.schemas, self.base_url, self.now)
-        seen, queue = {target}, deque([Job(target)])
-        window: deque[tuple[Findings, Future[None]]] = deque()
-        unchecked = 0
+        seen = {_key(target)}
+        # In report order: an index's children go in right after it, before its later siblings
+        # (some of which may be read already); at most `ahead` read or being read, unreported.
+        pending = deque([_Entry(Job(target))])
+        ahead, reading, unchecked = _AHEAD * self.concurrency, 0, 0
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="sitemap-validate")
         try:
             with Fetcher(self.limits, connections=self.concurrency) as fetcher:
-                while queue or window:
-                    while queue and len(window) < _AHEAD * self.concurrency and not run.passed():
-                        job = queue.popleft()
-                        findings = Findings(job.target)
-                        window.append((findings, pool.submit(_read, fetcher, job, findings, rules, run)))
-                    if not window:
-                        break  # the run's deadline passed: the rest of the queue is counted below
-                    findings, future = window.popleft()
-                    self._wait(future, findings, window)
+
+                def start(job: Job, findings: Findings) -> Future[None]:
+                    return pool.submit(_read, fetcher, job, findings, rules, run)
+
+                while pending:
+                    if not run.passed():
+                        reading += _start(pending, ahead - reading, start)
+                    head = pending.popleft()
+                    if head.read is None:
+                        unchecked += 1  # the run's deadline passed before it started
+                        continue
+                    findings, future = head.read
+                    self._wait(future, findings, pending)
                     future.result()
+                    reading -= 1
                     if findings.not_started:
                         unchecked += 1
                         continue
                     self._merge(findings)
-                    for child in findings.children:
-                        if child.target not in seen:
-                            seen.add(child.target)
-                            queue.append(child)
+                    children = [_Entry(child) for child in findings.children if _first(seen, child)]
+                    pending.extendleft(reversed(children))
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
-        unchecked += len(queue)
         if unchecked:
             self.report(Problem(target, 0, f"{unchecked:,} listed documents not checked: {run.what} passed"))
             self.summary.problems += 1
@@ -164,14 +170,47 @@ class Checker:
                 )
             )
 
-    def _wait(
-        self, future: Future[None], findings: Findings, window: deque[tuple[Findings, Future[None]]]
-    ) -> None:
+    def _wait(self, future: Future[None], findings: Findings, pending: deque[_Entry]) -> None:
         """Wait for the next document in order, showing progress meanwhile."""
         while not wait_for([future], timeout=0.2).done:
             if self.progress is not None:
-                reading = findings.urls + sum(other.urls for other, _ in window)
+                ahead = islice(pending, 2 * _AHEAD * self.concurrency)
+                reading = findings.urls + sum(entry.read[0].urls for entry in ahead if entry.read)
                 self.progress(Summary(self.summary.files, self.summary.urls + reading, self.summary.problems))
+
+
+@dataclass
+class _Entry:
+    """A document in report order; once started, its findings and the worker filling them."""
+
+    job: Job
+    read: tuple[Findings, Future[None]] | None = None
+
+
+def _start(pending: deque[_Entry], room: int, start: Callable[[Job, Findings], Future[None]]) -> int:
+    """Start the first ``room`` documents not started yet, in report order; how many started."""
+    started = 0
+    for entry in pending:
+        if started >= room:
+            break
+        if entry.read is None:
+            findings = Findings(entry.job.target)
+            entry.read = findings, start(entry.job, findings)
+            started += 1
+    return started
+
+
+def _key(target: str) -> bytes:
+    return hashlib.blake2b(target.encode(), digest_size=8).digest()
+
+
+def _first(seen: set[bytes], job: Job) -> bool:
+    """Is this the first time ``job``'s document is listed? (Each is read once: a loop ends.)"""
+    key = _key(job.target)
+    if key in seen:
+        return False
+    seen.add(key)
+    return True
 
 
 def _read(fetcher: Fetcher, job: Job, findings: Findings, rules: Rules, run: Deadline) -> None:
