@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 import pytest
 from hypothesis import given, settings
@@ -370,10 +371,19 @@ def test_past_the_run_deadline_what_was_not_checked_is_counted(hostile):
     assert elapsed < 1 + 1.5, elapsed
 
 
-@pytest.mark.parametrize("option", ["--document-timeout", "--run-timeout", "--concurrency"])
-def test_a_bound_must_be_positive(option, capsys):
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--document-timeout", "0"),
+        ("--run-timeout", "0"),
+        ("--concurrency", "0"),
+        ("--base-url", "http://[x/"),
+        ("--base-url", "ftp://shop.example/"),
+    ],
+)
+def test_an_option_out_of_its_range_is_refused(option, value, capsys):
     with pytest.raises(SystemExit) as exit:
-        run("validate", "x.xml", option, "0")
+        run("validate", "x.xml", option, value)
     assert exit.value.code == 2
     assert option in capsys.readouterr().err
 
@@ -601,3 +611,25 @@ def test_schemas_check_children_read_in_parallel(hostile):
     assert code == 1
     schema = [line.partition(": ")[0] for line in lines if ": schema: " in line]
     assert schema == [f"{hostile.url(name)}:3" for name in names]
+
+
+ANY_TEXT = st.text(st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="\ufffe\uffff"))
+# The characters a URI may hold, so the checks past the pattern are reached.
+URI_TEXT = st.text(st.sampled_from("aZ09-._~:/?#[]@!$&'()*+,;=%"))
+LOCS = st.one_of(ANY_TEXT, st.builds("http://{}".format, URI_TEXT), st.builds("https://{}".format, ANY_TEXT))
+
+
+@pytest.mark.parametrize("kind", ["urlset", "index"])
+def test_any_loc_is_checked_without_a_traceback(tmp_path, kind):
+    path = tmp_path / "sitemap.xml"
+
+    @settings(max_examples=100, deadline=None)
+    @given(loc=LOCS)
+    def checked(loc: str) -> None:
+        entry = f"<loc>{escape(loc)}</loc>"
+        path.write_text(urlset(f"<url>{entry}</url>") if kind == "urlset" else index(escape(loc)))
+        code, lines = run("validate", str(path), "--base-url", "https://shop.example/")
+        assert code in (0, 1), lines
+        assert lines[-1].startswith("checked ")
+
+    checked()

@@ -40,7 +40,9 @@ def _parser() -> argparse.ArgumentParser:
         "--schemas", type=Path, help="a folder of the official XSDs (also validate against them)"
     )
     validate.add_argument(
-        "--base-url", help="where a local file is served (for the host and directory rules)"
+        "--base-url",
+        type=_http_url,
+        help="where a local file is served (for the host and directory rules)",
     )
     validate.add_argument(
         "--document-timeout",
@@ -70,6 +72,15 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--out", type=Path, required=True, help="the folder to write into")
     export.add_argument("--gzip", action="store_true", help="also write each file's .gz")
     return parser
+
+
+def _http_url(text: str) -> str:
+    from .values import split
+
+    parts = split(text)
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"not an http(s) URL: {text!r}")
+    return text
 
 
 def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:

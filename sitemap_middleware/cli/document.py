@@ -30,7 +30,7 @@ from ..protocol.entries import CHANGEFREQS
 from ..protocol.render import MAX_SITEMAPS, MAX_URLS, SITEMAP_NS
 from .fetch import Opened, TooLarge, is_url
 from .schemas import Schemas
-from .values import BAD_PERCENT, MAX_LOC, URI, valid_priority, w3c
+from .values import BAD_PERCENT, MAX_LOC, URI, split, valid_priority, w3c
 
 __all__ = ["INDEX", "URLSET", "Findings", "Job", "Listing", "Problem", "Rules", "check_document"]
 
@@ -133,7 +133,7 @@ def _robots(opened: Opened, findings: Findings) -> None:
         if name.strip().lower() != "sitemap" or not value.strip():
             continue
         url = value.strip()
-        if not URI.fullmatch(url):
+        if not URI.fullmatch(url) or split(url) is None:
             findings.add(Problem(opened.location, number, f"Sitemap: {url!r} is not an absolute URL"))
         elif not is_url(url):  # file:, ftp: ... (a remote robots.txt never names a local file)
             findings.add(Problem(opened.location, number, f"Sitemap: {url!r} is not an http(s) URL"))
@@ -320,10 +320,10 @@ class _Document:
     def _loc(self, line: int, loc: str, *, under_directory: bool) -> bool:
         if len(loc) > MAX_LOC:
             self.problem(line, f"loc is {len(loc):,} characters, over {MAX_LOC:,}")
-        if not URI.fullmatch(loc) or BAD_PERCENT.search(loc):
+        parts = split(loc)
+        if not URI.fullmatch(loc) or BAD_PERCENT.search(loc) or parts is None:
             self.problem(line, f"loc {loc[:200]!r} is not an absolute RFC 3986 URI")
             return False
-        parts = urllib.parse.urlsplit(loc)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             self.problem(line, f"loc {loc[:200]!r} is not an http(s) URL")
             return False

@@ -103,7 +103,10 @@ class Opened:
 
 
 def is_url(target: str) -> bool:
-    return urllib.parse.urlsplit(target).scheme in ("http", "https")
+    try:
+        return urllib.parse.urlsplit(target).scheme in ("http", "https")
+    except ValueError:  # not a URL urllib can parse ("http://[x"): as a URL, httpx refuses it too
+        return target.split(":", 1)[0].lower() in ("http", "https")
 
 
 class Fetcher:

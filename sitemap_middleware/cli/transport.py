@@ -16,6 +16,8 @@ backend, so this one is built on httpcore's pool as httpx's is (HTTP/1.1, no pro
 
 from __future__ import annotations
 
+import functools
+import ssl
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -45,7 +47,7 @@ class DeadlineTransport(httpx.BaseTransport):
 
     def __init__(self, connections: int) -> None:
         self._pool = httpcore.ConnectionPool(
-            ssl_context=httpx.create_ssl_context(),
+            ssl_context=_ssl_context(),
             max_connections=connections,
             max_keepalive_connections=connections,
             network_backend=_DeadlineBackend(),
@@ -76,6 +78,13 @@ class DeadlineTransport(httpx.BaseTransport):
 
     def close(self) -> None:
         self._pool.close()
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """httpx's default (certifi's CAs), made once: loading them takes ~20 ms, and a context is
+    safe to share between pools and threads."""
+    return httpx.create_ssl_context()
 
 
 def _clamp(timeout: float | None) -> float | None:

@@ -30,8 +30,9 @@ from itertools import islice
 
 from ..errors import ConfigurationError
 from .document import MAX_SHOWN, Findings, Job, Problem, Rules, check_document
-from .fetch import Deadline, Fetcher, FetchError, Limits
+from .fetch import Deadline, Fetcher, FetchError, Limits, is_url
 from .schemas import Schemas
+from .values import split
 
 __all__ = ["Checker", "Limits", "Problem", "Summary"]
 
@@ -77,6 +78,9 @@ class Checker:
     _fingerprints: set[bytes] = field(default_factory=set)
 
     def __post_init__(self) -> None:
+        parts = None if self.base_url is None else split(self.base_url)
+        if self.base_url is not None and (parts is None or not is_url(self.base_url) or not parts.hostname):
+            raise ConfigurationError(f"base_url must be an http(s) URL, not {self.base_url!r}")
         if not self.run_timeout > 0:
             raise ConfigurationError(f"run_timeout must be more than 0 seconds, not {self.run_timeout!r}")
         if (

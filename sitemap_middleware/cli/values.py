@@ -8,10 +8,11 @@ valid_priority("0.8")
 from __future__ import annotations
 
 import re
+import urllib.parse
 from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
 
-__all__ = ["BAD_PERCENT", "MAX_LOC", "URI", "valid_priority", "w3c"]
+__all__ = ["BAD_PERCENT", "MAX_LOC", "URI", "split", "valid_priority", "w3c"]
 
 MAX_LOC = 2047  # sitemaps.org: "less than 2,048 characters"
 # RFC 3986: the characters a URI may hold, and a "%" only before two hex digits.
@@ -23,6 +24,14 @@ W3C_DATETIME = re.compile(
     r"(?:T(?P<time>\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)(?P<zone>Z|[+-]\d{2}:\d{2}))?)?)?"
 )
 PRIORITY = re.compile(r"\d*\.?\d+|\d+\.")
+
+
+def split(url: str) -> urllib.parse.SplitResult | None:
+    """``url``'s parts, or None where urllib refuses it (``http://[x``: a bracket not closed)."""
+    try:
+        return urllib.parse.urlsplit(url)
+    except ValueError:
+        return None
 
 
 def valid_priority(text: str) -> bool:
