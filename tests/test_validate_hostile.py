@@ -573,6 +573,7 @@ def test_any_gzip_members_in_any_chunks_decode_to_the_document():
         ),
         pytest.param(lambda doc: doc, (("Content-Encoding", "br"),), "Content-Encoding br", id="brotli"),
         pytest.param(lambda doc: gzip.compress(doc)[:10] + b"\xff" * 40, (), "unreadable", id="corrupt-gzip"),
+        pytest.param(lambda doc: doc, (("Content-Encoding", "gzip"),), "unreadable", id="not-gzip-at-all"),
     ],
 )
 def test_what_a_server_sends_is_decoded_or_reported(hostile, body, headers, problem):

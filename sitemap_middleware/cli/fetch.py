@@ -252,13 +252,13 @@ def _unzipped(chunks: Iterator[bytes], gzipped: bool) -> Iterator[bytes]:
     """Undo the Content-Encoding, then a gzip file's own compression (a ``.xml.gz`` served as is)."""
     if gzipped:
         chunks = _gunzip(chunks)
-    first = b""
+    first = b""  # (a generator: nothing is read before the stream's first read, under its rules)
     for chunk in chunks:
         first += chunk
         if len(first) >= len(_GZIP_MAGIC):
             break
     rest = chain([first], chunks)
-    return _gunzip(rest) if first.startswith(_GZIP_MAGIC) else rest
+    yield from _gunzip(rest) if first.startswith(_GZIP_MAGIC) else rest
 
 
 def _gunzip(chunks: Iterator[bytes]) -> Iterator[bytes]:
