@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from xml.sax.saxutils import escape
 
@@ -20,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sitemap_middleware.cli.fetch import Fetcher, FetchError, Limits
+from sitemap_middleware.cli.validate import Checker
 
 from .hostile import HostileServer, Reply, hostile_serving
 from .test_cli import index, run, url, urlset
@@ -178,6 +180,25 @@ def test_a_body_that_stalls_is_a_problem_and_its_siblings_are_checked(hostile):
     [problem] = [line for line in lines if hostile.url("/stalls.xml") in line]
     assert problem.startswith(hostile.url("/index.xml:3: ")) and "0.5 s" in problem
     assert lines[-1].startswith("checked 3 files, ") and lines[-1].endswith(": 1 problems, 0 warnings")
+
+
+def test_a_fault_of_validate_itself_is_a_problem_line_and_the_run_goes_on(hostile):
+    def clock() -> datetime:
+        raise RuntimeError("no clock")  # called for the lastmod of c1.xml only
+
+    hostile.serve("/c0.xml", good(hostile, "c0"))
+    hostile.serve("/c1.xml", urlset(url(hostile.url("/p/c1"), "<lastmod>2026-01-01</lastmod>")))
+    hostile.serve("/c2.xml", good(hostile, "c2"))
+    hostile.serve("/index.xml", index(*(hostile.url(f"/c{n}.xml") for n in range(3))))
+    lines: list[str] = []
+    summary = Checker(report=lambda problem: lines.append(str(problem)), now=clock).check(
+        hostile.url("/index.xml")
+    )
+    assert lines == [
+        f"{hostile.url('/index.xml:4:')} {hostile.url('/c1.xml')} could not be checked, a fault in "
+        "validate: RuntimeError('no clock') (please report it)"
+    ]
+    assert (summary.files, summary.urls, summary.problems) == (4, 2, 1)  # c1.xml's URL not whole
 
 
 def test_a_start_target_cut_off_mid_stream_is_a_problem_not_a_failure_to_run(hostile):

@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from itertools import islice
 
 from ..errors import ConfigurationError
-from .document import MAX_SHOWN, Findings, Job, Problem, Rules, check_document
+from .document import MAX_SHOWN, Findings, Job, Listing, Problem, Rules, check_document
 from .fetch import Deadline, Fetcher, FetchError, Limits, is_url
 from .schemas import Schemas
 from .values import split
@@ -218,30 +218,31 @@ def _first(seen: set[bytes], job: Job) -> bool:
 
 
 def _read(fetcher: Fetcher, job: Job, findings: Findings, rules: Rules, run: Deadline) -> None:
-    """One document, in a worker thread: every failure becomes a problem in its findings."""
+    """One document, in a worker thread: every failure becomes a problem in its findings, at
+    the line that lists the document (or at the starting target's line 0)."""
     if run.passed():
         findings.not_started = True
         return
-    listed = job.listed_at
+    where = job.listed_at or Listing(job.target, 0)
+    named = "" if job.listed_at is None else f"{job.target} "
+
+    def problem(message: str) -> None:
+        findings.add(Problem(where.location, where.line, named + message))
+
     with ExitStack() as stack:
         try:
             opened = stack.enter_context(fetcher.open(job.target, deadline=run, local=job.local))
         except FetchError as error:
-            if listed is None:
-                findings.unreadable = True
-                findings.add(Problem(job.target, 0, f"cannot be read: {error}"))
-            else:
-                findings.add(
-                    Problem(listed.location, listed.line, f"{job.target} cannot be fetched: {error}")
-                )
+            findings.unreadable = job.listed_at is None
+            problem(f"cannot be {'read' if job.listed_at is None else 'fetched'}: {error}")
+            return
+        except Exception as error:  # a fault of ours: the run still goes on, and says so
+            problem(f"could not be checked, a fault in validate: {error!r} (please report it)")
             return
         findings.read = True
         try:
             check_document(opened, job, findings, rules)
         except FetchError as error:
-            if listed is None:
-                findings.add(Problem(job.target, 0, f"reading stopped: {error}"))
-            else:
-                findings.add(
-                    Problem(listed.location, listed.line, f"{job.target} cannot be read whole: {error}")
-                )
+            problem(f"{'reading stopped' if job.listed_at is None else 'cannot be read whole'}: {error}")
+        except Exception as error:
+            problem(f"could not be checked, a fault in validate: {error!r} (please report it)")
