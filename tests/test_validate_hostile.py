@@ -286,27 +286,26 @@ def test_a_trickling_server_is_given_up_at_the_document_deadline(hostile, route)
 
 
 class Meeting:
-    """Children that answer once ``size`` of them are being fetched at once (or after a while):
-    the most fetched at once is what a test reads."""
+    """Children whose first ``size`` answer only once all of them are being fetched (or after
+    2 s); the rest at once. The most fetched at once is what a test reads."""
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self.now = self.most = 0
+        self.arrived = self.now = self.most = 0
         self.condition = threading.Condition()
 
     def route(self, body: str):
         def answer(reply: Reply) -> None:
             with self.condition:
+                self.arrived += 1
                 self.now += 1
                 self.most = max(self.most, self.now)
                 self.condition.notify_all()
-                self.condition.wait_for(lambda: self.now >= self.size, timeout=2)
-            try:
-                reply.head(length=len(body))
-                reply.write(body.encode())
-            finally:
-                with self.condition:
-                    self.now -= 1
+                self.condition.wait_for(lambda: self.arrived >= self.size, timeout=2)
+                # Left before the answer is sent: its client cannot start another one sooner.
+                self.now -= 1
+            reply.head(length=len(body))
+            reply.write(body.encode())
 
         return answer
 
