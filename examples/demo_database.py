@@ -100,7 +100,11 @@ class Database:
 
     @contextmanager
     def connect(self) -> Iterator[sqlite3.Connection]:
-        connection = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
+        # A page's rows (`rows`) are pulled batch by batch, under ASGI each batch from whichever
+        # render thread is free: the connection moves between threads, one at a time.
+        connection = sqlite3.connect(
+            f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False
+        )
         try:
             yield connection
         finally:

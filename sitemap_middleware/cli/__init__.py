@@ -20,7 +20,7 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
@@ -48,7 +48,30 @@ def _parser() -> argparse.ArgumentParser:
         "--schemas", type=Path, help="a folder of the official XSDs (also validate against them)"
     )
     validate.add_argument(
-        "--base-url", help="where a local file is served (for the host and directory rules)"
+        "--base-url",
+        type=_http_url,
+        help="where a local file is served (for the host and directory rules)",
+    )
+    validate.add_argument(
+        "--document-timeout",
+        type=_positive(float),
+        default=120.0,
+        metavar="SECONDS",
+        help="time to read one document, whatever the server does (default: %(default)g)",
+    )
+    validate.add_argument(
+        "--run-timeout",
+        type=_positive(float),
+        default=3600.0,
+        metavar="SECONDS",
+        help="time for the whole run; what is not checked by then is counted (default: %(default)g)",
+    )
+    validate.add_argument(
+        "--concurrency",
+        type=_positive(int),
+        default=8,
+        metavar="N",
+        help="documents read at once (default: %(default)s)",
     )
     export = commands.add_parser("export", help="write every index and page as static files")
     export.add_argument(
@@ -59,10 +82,32 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _http_url(text: str) -> str:
+    from .values import split
+
+    parts = split(text)
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"not an http(s) URL: {text!r}")
+    return text
+
+
+def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
+        return value
+
+    return parse
+
+
 def _validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .progress import Progress
     from .schemas import SchemaError, Schemas
-    from .validate import Checker
+    from .validate import Checker, Limits
 
     schemas = None
     if args.schemas is not None:
@@ -77,6 +122,9 @@ def _validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         schemas=schemas,
         base_url=args.base_url,
         progress=progress.validated if progress.live else None,
+        limits=Limits(timeout=args.document_timeout),
+        run_timeout=args.run_timeout,
+        concurrency=args.concurrency,
     )
     summary = checker.check(args.target)
     progress.done()

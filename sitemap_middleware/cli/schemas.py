@@ -11,7 +11,8 @@ video, news, xhtml) is loaded into the same schema object, when the folder has i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from lxml import etree
@@ -48,6 +49,8 @@ class _LocalImports(etree.Resolver):
 class Schemas:
     urlset: etree.XMLSchema
     index: etree.XMLSchema
+    # A schema keeps the error log of its last validation: one at a time, whatever the thread.
+    _lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
 
     @classmethod
     def load(cls, folder: Path) -> Schemas:
@@ -62,9 +65,10 @@ class Schemas:
         root = etree.Element(root_tag, nsmap=element.nsmap)
         line = element.sourceline or 0
         root.append(element)
-        if schema.validate(etree.ElementTree(root)):
-            return []
-        return [(error.line or line, error.message) for error in schema.error_log]
+        with self._lock:
+            if schema.validate(etree.ElementTree(root)):
+                return []
+            return [(error.line or line, error.message) for error in schema.error_log]
 
 
 def _compile(folder: Path, core: str) -> etree.XMLSchema:
