@@ -60,12 +60,15 @@ def bomb(head: bytes, filler: bytes, tail: bytes, gigabytes: int) -> Iterator[by
     yield gzip.compress(tail)
 
 
+# The child's own peak: VmHWM belongs to its address space, made at exec. (ru_maxrss does not:
+# Linux carries the parent's peak across fork and exec, so a busy test worker's would show.)
 CHILD = """
-import resource, sys
+import re, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))  # a guard for the machine, not the test
 from sitemap_middleware.cli import main
 code = main(sys.argv[1:])
-print("maxrss-kib", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+status = open("/proc/self/status").read()
+print("maxrss-kib", re.search(r"VmHWM:\\s*(\\d+)", status).group(1))
 sys.exit(code)
 """
 
