@@ -22,9 +22,10 @@ import anyio
 import anyio.to_thread
 
 from .caching import store_time
+from .caching.growing import Reader
 from .concurrency.loop_clients import ClientsPerLoop
 from .concurrency.offload import LoopCapacities, Slot, in_thread, on_loop, wait_for
-from .concurrency.sending import stream_body
+from .concurrency.sending import lead_growing, send_growing, stream_body
 from .config import check_count, check_timeout
 from .flow import AppAnswer, Busy, Call, FetchApp, Offload, Step, Wait, run_async
 from .gateway import Configured
@@ -50,11 +51,12 @@ class SitemapASGIMiddleware:
       per event loop. Rendering holds the GIL, so more only slow the app's own requests;
       raise it for providers that mostly wait on I/O.
     - ``max_renders``: documents in the middle of rendering at once per event loop (a
-      streamed page holds its slot until sent). Each holds about 1 MB: this bounds
-      memory beyond the cache under any load; a request that finds no slot within the
-      provider deadline gets a 503 with ``Retry-After``.
+      slot is held while a page renders, never while a client reads it; a page not stored,
+      ``cache=None``, streams to its client and holds it until sent). Each holds one
+      document for all its readers: this bounds memory beyond the cache under any load;
+      a request that finds no slot within the provider deadline gets a 503 with ``Retry-After``.
     - ``send_timeout``: seconds a client may take to accept one chunk of a page before
-      the response is aborted, so one that stops reading gives its slot back.
+      its response is aborted (it holds nothing else meanwhile).
     """
 
     def __init__(
@@ -116,9 +118,9 @@ class SitemapASGIMiddleware:
         tab = store_time.open_tab()
         try:
             reply = await run_async(outcome, partial(self._perform, scope, receive, slot))
-            if isinstance(reply.body, bytes):
-                slot.release()  # nothing left to render
-            await self._send(reply, send, receive, head)
+            if reply.growing is None and isinstance(reply.body, bytes | Reader):
+                slot.release()  # nothing left to render here: bytes, or another request's render
+            await self._send(reply, send, receive, head, slot)
         finally:
             try:
                 slot.release()
@@ -148,7 +150,9 @@ class SitemapASGIMiddleware:
         assert isinstance(step, FetchApp)
         return await _fetch_app(self.app, {**scope, "method": "GET"}, receive)
 
-    async def _send(self, reply: Reply, send: Send, receive: Receive, head: bool) -> None:
+    async def _send(
+        self, reply: Reply, send: Send, receive: Receive, head: bool, slot: Slot | None = None
+    ) -> None:
         headers = reply.raw_headers
         if headers is None:
             headers = [
@@ -160,9 +164,20 @@ class SitemapASGIMiddleware:
             await send({"type": "http.response.body", "body": b""})
         elif isinstance(body, bytes):
             await send({"type": "http.response.body", "body": body})
+        elif isinstance(body, Reader):
+            if reply.growing is None:
+                await send_growing(body, send, receive, self._send_timeout)
+            else:
+                threads = self._capacities.current().threads
+                rendered = slot.release if slot is not None else _nothing
+                await lead_growing(body, send, receive, threads, self._timeout, self._send_timeout, rendered)
         else:
             threads = self._capacities.current().threads
             await stream_body(body, send, receive, threads, self._timeout, self._send_timeout)
+
+
+def _nothing() -> None:
+    pass
 
 
 async def _fetch_app(app: ASGIApp, scope: Scope, receive: Receive) -> AppAnswer:

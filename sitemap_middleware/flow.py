@@ -87,13 +87,15 @@ class Call:
 
 @dataclass(frozen=True, slots=True)
 class Wait:
-    """Wait until another request's render of the same document is over (done or stalled)."""
+    """Wait until another request's render of the same document is over (done or stalled),
+    or ``ready()``: its first bytes can be read as they grow (`caching.growing`)."""
 
     flight: Flight
     stall_after: float | None
+    ready: Callable[[], bool] | None = None
 
     def over(self) -> bool:
-        return self.flight.over(self.stall_after)
+        return self.flight.over(self.stall_after) or (self.ready is not None and self.ready())
 
     def block(self) -> None:
         """Wait on this thread (WSGI, or inside a render); `offload.wait_for` is the async twin."""
@@ -134,12 +136,14 @@ def single_flight(
     stall_after: float | None,
     on_follow: Callable[[], None] | None = None,
     blocking: bool = False,
+    ready: Callable[[], bool] | None = None,
 ) -> Flow[tuple[T, Flight | None]]:
     """``lookup()``, or ``work`` once for every request that needs it at the same time.
 
     Returns the result and, when this request led, its flight: the caller releases it
     (at once, or once the reply it went into is sent). ``blocking``: ``lookup`` and
-    ``flights`` wait on the network, so each look-and-claim is one `Call`.
+    ``flights`` wait on the network, so each look-and-claim is one `Call`. ``ready``:
+    a follower stops waiting once it says ``lookup`` can answer (a render it can read).
     """
     stale: Flight | None = None
     for _ in range(ATTEMPTS - 1):
@@ -158,7 +162,7 @@ def single_flight(
             return result, flight
         if on_follow is not None:
             on_follow()
-        yield Wait(flight, stall_after)
+        yield Wait(flight, stall_after, ready)
         stale = None if flight.done.is_set() else flight
     found = (yield Call(lookup)) if blocking else lookup()
     if found is not None:
@@ -190,11 +194,19 @@ def answer(service: Service, route: Route, request: Request) -> Flow[Reply]:
             return alone
         lookup = partial(service.stored, resource, route, request)
         followed = partial(service.stats.count, resource.section, "flight_waits")
+        ready = partial(service.growing, resource.key)
         reply, flight = yield from single_flight(
-            service.flights, resource.key, lookup, render, service.stall_after, followed, service.blocking
+            service.flights,
+            resource.key,
+            lookup,
+            render,
+            service.stall_after,
+            followed,
+            service.blocking,
+            ready,
         )
-        if flight is not None:
-            reply.hold(flight.release)
+        if flight is not None and reply.growing is None:
+            reply.hold(flight.release)  # else the render releases it when it ends
         return reply
     except ProviderError as error:
         return service.failed(route, request, error)

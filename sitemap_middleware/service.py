@@ -28,6 +28,8 @@ from typing import Any
 from cachetools import LRUCache
 from werkzeug.http import http_date
 
+from .caching.growing import Growing, Reader
+from .caching.recording import Recording
 from .caching.resources import Resource, Resources, version_etag
 from .caching.stores import CacheStore, Document, IdentityCopies, identity_copies
 from .concurrency.flights import Flight
@@ -97,6 +99,8 @@ class Service:
         self._index_files: LRUCache[str, int] = LRUCache(maxsize=64)
         # robots.txt merges by the app's answer (never by the request: nothing is stored by Host).
         self._merged_robots: LRUCache[Hashable, RobotsAnswer | None] = LRUCache(maxsize=16)
+        # Cold pages being rendered in this process, by key: their clients read them as they grow.
+        self._growing: dict[str, Growing] = {}
         self._memory_lock = threading.Lock()
 
     @property
@@ -144,10 +148,33 @@ class Service:
         return self.stored(resource, route, request) or resource
 
     def stored(self, resource: Resource, route: rules.Route, request: Request) -> Reply | None:
-        """The answer from the stored document, if the store holds one."""
+        """The answer from the stored document, if the store holds one, or from the render
+        of it in progress here, read as it grows."""
         if self.store is None:
             return None
-        return self.answer_from(self.store.get(resource.key), resource, route, request)
+        return self.joined(resource, route, request) or self.answer_from(
+            self.store.get(resource.key), resource, route, request
+        )
+
+    def growing(self, key: str) -> bool:
+        """Whether the document under ``key`` is being rendered in this process now."""
+        return key in self._growing
+
+    def joined(self, resource: Resource, route: rules.Route, request: Request) -> Reply | None:
+        """A reader of the render of ``resource`` in progress here, if there is one."""
+        with self._memory_lock:
+            growing = self._growing.get(resource.key)
+        if growing is None:
+            return None
+        body: bytes | Reader | None
+        if request.method == "HEAD":
+            body = None if growing.ended else b""
+        else:
+            body = growing.join(gzip=wants_gzip(route, request))
+        if body is None:
+            return None  # it ended meanwhile: the store answers now, or nobody
+        self.stats.count_each(resource.section, ("served", "joined_renders"))
+        return Reply(200, self._cold_headers(resource, route, request), body)
 
     def answer_from(
         self, document: Document | None, resource: Resource, route: rules.Route, request: Request
@@ -268,18 +295,25 @@ class Service:
         if stream is None:
             return plain(404, b"Not Found\n")
         gzip_out = wants_gzip(route, request)
-        headers = self.headers.base(route, gzip_out)
-        if resource.version is not None:
-            headers += self._validators(resource, route, request).headers()
+        headers = self._cold_headers(resource, route, request)
         self.stats.count(resource.section, "served")
         if request.method == "HEAD":
             stream.close()  # type: ignore[attr-defined]
             return Reply(200, headers)
-        if flight is not None:
-            body: Iterator[bytes] = self._recording(resource, request, stream, flight, gzip_out=gzip_out)
-        else:
+        if flight is None:  # nothing is stored: the page streams to this one client
             body = self.compression.stream(stream) if gzip_out else stream
-        return Reply(200, headers, body)
+            return Reply(200, headers, body)
+        growing = self._grow(resource, request, stream, flight)
+        return Reply(200, headers, growing.reader(gzip=gzip_out), growing=growing)
+
+    def _cold_headers(
+        self, resource: Resource, route: rules.Route, request: Request
+    ) -> list[tuple[str, str]]:
+        """A page's headers before its bytes exist (validators only from a declared version)."""
+        headers = self.headers.base(route, wants_gzip(route, request))
+        if resource.version is not None:
+            headers += self._validators(resource, route, request).headers()
+        return headers
 
     def _page_stream(
         self, section: Section, number: int, prefix: str, run_async: AsyncRunner
@@ -295,40 +329,24 @@ class Service:
         end = plan.starts[number] if section.paged and number < plan.pages else None
         return self.engine.page(section, start, run_async, prefix=prefix, window=plan.window, end=end)
 
-    def _recording(
-        self, resource: Resource, request: Request, chunks: Iterator[bytes], flight: Flight, *, gzip_out: bool
-    ) -> Iterator[bytes]:
-        """Stream ``chunks`` to the client while building the stored copy.
+    def _grow(self, resource: Resource, request: Request, chunks: Iterator[bytes], flight: Flight) -> Growing:
+        """The render of a cold page that every client of it reads as it grows, stored once
+        complete (never when it failed, or every client left), its flight released at its end."""
 
-        The copy is stored only once the client has taken the last chunk: a failed
-        render, or a client gone mid-page, leaves the store as it was. The time spent
-        handing each chunk over is the client's, and the flight's followers see it.
-        """
-        writer = self.compression.writer()
-        digest = hashlib.sha256()
-        parts: list[bytes] = []
-        size = 0
-        try:
-            for chunk in chunks:
-                digest.update(chunk)
-                size += len(chunk)
-                piece = writer.compress(chunk)
-                parts.append(piece)
-                flight.sending()
-                yield piece if gzip_out else chunk
-                flight.sent()
-            parts.append(tail := writer.finish())
-            if gzip_out:
-                flight.sending()
-                yield tail
-                flight.sent()
+        def store(body: bytes, digest: Any, size: int) -> None:
             if self.store is not None:
-                document = self._document(resource, request, b"".join(parts), digest, size)
-                self.store.set(resource.key, document)
-            # Followers may go on now; the reply releases it too, on every other way out.
-            flight.release()
-        finally:
-            chunks.close()  # type: ignore[attr-defined]
+                self.store.set(resource.key, self._document(resource, request, body, digest, size))
+
+        def ended(growing: Growing) -> None:
+            with self._memory_lock:
+                if self._growing.get(resource.key) is growing:
+                    del self._growing[resource.key]
+
+        recording = Recording(chunks, self.compression.writer(), store=store, flight=flight)
+        growing = Growing(resource.key, recording, ended)
+        with self._memory_lock:
+            self._growing[resource.key] = growing
+        return growing
 
     def _document(
         self, resource: Resource, request: Request, body: bytes, digest: Any, size: int

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from functools import lru_cache, partial
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 from werkzeug.wsgi import ClosingIterator
 
 from .caching import store_time
+from .caching.growing import Reader, SyncReader
+from .concurrency.deadlines import thread_deadline
 from .concurrency.threads import Helpers, HelperStream
 from .config import check_count
 from .flow import AppAnswer, Call, FetchApp, Flow, Offload, Step, Wait, run_blocking
@@ -74,6 +77,8 @@ class SitemapWSGIMiddleware:
         outcome = gateway.respond(route, request)
         head = request.method == "HEAD"
         if isinstance(outcome, Reply):
+            if isinstance(outcome.body, Reader):  # another request's render, in progress
+                outcome = self._reading(outcome, None)
             return _respond(outcome, head, start_response)
         runner = LoopRunner(self._timeout)
         # The request's time waiting on the store (`store_time`) lives in a context of its
@@ -85,13 +90,33 @@ class SitemapWSGIMiddleware:
             runner.close()
             raise
         cleanup: Callable[[], None] | None = runner.close
-        if self._helpers is not None and not isinstance(reply.body, bytes):
+        if isinstance(reply.body, Reader):
+            if reply.growing is not None:
+                cleanup = None  # the render's own runner closes when the render ends (`_reading`)
+            reply = self._reading(reply, runner)
+        elif self._helpers is not None and not isinstance(reply.body, bytes):
             # A body streamed by helpers closes its runner itself, on a helper.
             reply = HelperStream.wrap(reply, self._helpers, self._timeout, runner.close)
             cleanup = None
-        if not isinstance(reply.body, bytes):
-            reply.body = _InContext(context, reply.body)
+        body = reply.body
+        if not isinstance(body, bytes | Reader):  # a Reader is a `SyncReader` by now
+            reply.body = _InContext(context, body)
         return _respond(reply, head, start_response, cleanup)
+
+    def _reading(self, reply: Reply, runner: LoopRunner | None) -> Reply:
+        """A reply reading a growing document: this thread makes its next bytes whenever it
+        needs them and no other thread is, so the fastest client paces the render."""
+        assert isinstance(reply.body, Reader)
+        if reply.growing is not None and runner is not None:
+            # The render may outlive this request (its other readers): so does its event loop.
+            reply.growing.at_end(runner.close)
+        body = SyncReader(reply.body, self._step, thread_deadline(self._timeout))
+        return replace(reply, body=body, growing=None)
+
+    def _step(self, step: Callable[[], bool]) -> bool:
+        if self._helpers is None:
+            return step()
+        return self._helpers.run(step, self._timeout)
 
     def _perform(self, environ: WSGIEnvironment, runner: LoopRunner, step: Step) -> Any:
         if isinstance(step, Offload):
@@ -153,6 +178,7 @@ def _respond(
         reply.finish()
         return []
     body = reply.body
+    assert not isinstance(body, Reader)  # a `SyncReader` by now (`_reading`)
     if not isinstance(body, bytes):
         return ClosingIterator(body, reply.finish)
     if reply.holds:

@@ -112,3 +112,33 @@ class Server:
         got = self.get(path)
         assert got.status == 200, f"GET {path}: {got.status} {got.body[:200]!r}"
         return got.body
+
+
+class SlowReader:
+    """A raw-socket client with a small receive buffer (``rcvbuf``) that reads only when told to.
+
+    Raw, because ``SO_RCVBUF`` must be set before it connects (which `http.client.HTTPConnection`
+    cannot do); `http.client.HTTPResponse` only parses what it reads.
+    """
+
+    def __init__(self, port: int, path: str, rcvbuf: int, encoding: str = "identity") -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            # Before connect: the window the client may advertise is fixed at the handshake.
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+            self.sock.settimeout(TIMEOUT)
+            self.sock.connect(("127.0.0.1", port))
+            request = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept-Encoding: {encoding}\r\n\r\n"
+            self.sock.sendall(request.encode("ascii"))
+            self.response = http.client.HTTPResponse(self.sock)
+            self.response.begin()
+        except BaseException:
+            self.sock.close()
+            raise
+
+    def read(self, amount: int | None = None) -> bytes:
+        return self.response.read(amount)
+
+    def close(self) -> None:
+        self.response.close()
+        self.sock.close()

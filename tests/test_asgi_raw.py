@@ -11,7 +11,7 @@ import pytest
 
 from sitemap_middleware import Sitemaps
 
-from .conftest import Receive, Recorder, await_until, counter, http_scope
+from .conftest import Receive, Recorder, await_until, http_scope
 from .xsd import locs, validate
 
 BASE = "https://shop.example"
@@ -289,22 +289,40 @@ def test_every_way_a_render_ends_gives_its_slot_back(path: str, status: int) -> 
     assert all("busy" not in counters for counters in sitemaps.stats.snapshot().values())
 
 
-def test_a_request_waiting_for_another_render_of_its_page_holds_no_slot() -> None:
-    sitemaps = slotted(cache=True)
-    app = sitemaps.asgi(RecordingApp(), max_renders=2)
+def test_a_follower_reads_the_whole_page_while_the_first_client_has_stopped_reading() -> None:
+    resumed = threading.Event()  # the provider waits mid-page until the follower has joined
+
+    def products() -> Iterator[str]:
+        for n in range(3000):
+            if n == 500:
+                assert resumed.wait(10)
+            yield f"/p/{n}"
+
+    sitemaps = Sitemaps(base_url=BASE, provider_timeout=10)
+    sitemaps.add_provider("products", products, page_size=1000)
+    sitemaps.add_provider("pages", lambda: ["/", "/about"])
+    app = sitemaps.asgi(RecordingApp(), max_renders=1)
     leader, follower, other = HeldSend(), Recorder(), Recorder()
+
+    def complete(recorder: Recorder) -> bool:
+        return any(m["type"] == "http.response.body" and not m.get("more_body") for m in recorder.messages)
 
     async def scenario() -> None:
         async with anyio.create_task_group() as group:
             group.start_soon(app, http_scope("/sitemap-products-1.xml"), Receive(), leader)
-            await leader.first_chunk.wait()  # slot 1: the leader streams page 1
+            await leader.first_chunk.wait()  # the leader's client took one chunk and stopped reading
             group.start_soon(app, http_scope("/sitemap-products-1.xml"), Receive(), follower)
-            # The follower finds the render in flight and waits for it.
-            await await_until(lambda: counter(sitemaps, "products", "flight_waits"), "the follower waits")
-            await app(http_scope("/sitemap-pages-1.xml"), Receive(), other)  # needs slot 2
+            await await_until(lambda: follower.body, "the follower's first bytes, before the render ends")
+            resumed.set()
+            # The follower reads the render as it grows, at its own pace: all of it, now.
+            await await_until(lambda: complete(follower), "the follower has the whole page")
+            # The render is over: its one slot is back, though the first client still holds its socket.
+            await app(http_scope("/sitemap-pages-1.xml"), Receive(), other)
             leader.resume.set()
 
     anyio.run(scenario)
     assert (leader.status, follower.status, other.status) == (200, 200, 200)
     assert follower.body == leader.body
-    assert sitemaps.stats.snapshot()["products"]["flight_waits"] >= 1
+    assert locs(validate(follower.body)) == [f"{BASE}/p/{n}" for n in range(1000)]
+    assert sitemaps.stats.snapshot()["products"]["joined_renders"] == 1
+    assert sitemaps.stats.snapshot()["products"]["renders"] == 1

@@ -200,7 +200,7 @@ def test_with_one_helper_a_request_for_a_page_in_flight_waits_on_its_own_thread(
     assert rendering.wait(10)  # the leader's render has begun, its page is in flight
     follower = threading.Thread(target=fetch, args=("follower",))
     follower.start()
-    wait_until(lambda: counter(sitemaps, "products", "flight_waits"), "the follower waits for the leader")
+    wait_until(lambda: counter(sitemaps, "products", "joined_renders"), "the follower reads the render")
     provider.release.set()
     leader.join(10)
     follower.join(10)

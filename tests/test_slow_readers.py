@@ -6,14 +6,12 @@ the rest of the page nor run the provider ahead of the client, so the provider s
 once the buffers between them are full. When the client resumes it gets the whole
 document; when it hangs up instead, the provider's generator is closed.
 
-The client is a raw socket, because ``SO_RCVBUF`` must be set before it connects (which
-`http.client.HTTPConnection` cannot do); `http.client.HTTPResponse` only parses what it reads.
+These pages are not stored (``cache=None``), so each streams to its one client at that
+client's pace; a stored page is rendered once for all its readers (test_shared_renders.py).
 """
 
 from __future__ import annotations
 
-import http.client
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,7 +23,7 @@ from sitemap_middleware import Sitemaps
 from sitemap_middleware.providers import MAX_BATCH
 
 from .crawl import BASE
-from .servers import TIMEOUT, Server
+from .servers import TIMEOUT, Server, SlowReader
 from .xsd import locs, validate
 
 pytestmark = pytest.mark.server
@@ -84,32 +82,6 @@ class Counting:
             raise
 
 
-class SlowReader:
-    """A raw-socket client with a small receive buffer that reads only when told to."""
-
-    def __init__(self, port: int) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        try:
-            # Before connect: the window the client may advertise is fixed at the handshake.
-            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, CLIENT_RCVBUF)
-            self.sock.settimeout(TIMEOUT)
-            self.sock.connect(("127.0.0.1", port))
-            request = f"GET {PAGE} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept-Encoding: identity\r\n\r\n"
-            self.sock.sendall(request.encode("ascii"))
-            self.response = http.client.HTTPResponse(self.sock)
-            self.response.begin()
-        except BaseException:
-            self.sock.close()
-            raise
-
-    def read(self, amount: int | None = None) -> bytes:
-        return self.response.read(amount)
-
-    def close(self) -> None:
-        self.response.close()
-        self.sock.close()
-
-
 Huge = tuple[Counting, Callable[[], SlowReader]]
 
 
@@ -123,7 +95,7 @@ def huge(serve: Callable[[Sitemaps], Server]) -> Iterator[Huge]:
     readers: list[SlowReader] = []
 
     def open_reader() -> SlowReader:
-        readers.append(SlowReader(server.port))
+        readers.append(SlowReader(server.port, PAGE, CLIENT_RCVBUF))
         return readers[-1]
 
     try:

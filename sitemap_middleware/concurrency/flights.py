@@ -1,12 +1,15 @@
 """Single-flight: at most one render of a document at a time, and how long others wait for it.
 
 The first request for a cold document *leads* its render; requests for the same document
-meanwhile *follow*: they wait for the leader, then read the store. A follower stops
-waiting when the flight is over, and a flight is over when the leader is done, or has
-stalled: no progress from its provider for the provider deadline, or stuck handing a
-chunk to its own client for longer than `CLIENT_PATIENCE` (a client that stopped
-reading must never hold other clients' page). A follower of a stalled flight then
-takes the document over with a flight of its own, which the others follow::
+meanwhile *follow*. In the leader's process a follower reads the render as it grows
+(`caching.growing`) as soon as it has begun; elsewhere (a shared store), and while it has
+not, a follower waits for the leader, then reads the store. It stops waiting when the
+flight is over, and a flight is over when the leader is done, or has stalled: no
+progress from its provider for the provider deadline, or its render waiting longer than
+`CLIENT_PATIENCE` for a reader to want the next chunk (under WSGI, readers make the
+chunks: a client that stopped reading must never hold other clients' page). A follower
+of a stalled flight then takes the document over with a flight of its own, which the
+others follow::
 
     flights = Flights()
     lead, flight = flights.claim("page|products|2")
@@ -55,7 +58,8 @@ class Flight(Protocol):
     - ``key``: the document it renders.
     - ``done``: set once the flight has ended (its followers may look in the store).
     - ``heartbeat``: renewed by every batch the leader's provider yields.
-    - ``sending``/``sent``: the leader hands a chunk to its own client, and it was taken.
+    - ``sending``/``sent``: the render waits for its readers to want the next chunk, and
+      goes on (`caching.recording`).
     - ``stalled``/``over``: whether a follower should stop waiting (see `stalled_by`).
     - ``release``: end the flight and wake its followers; idempotent.
     """

@@ -20,17 +20,21 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
+from ..caching.growing import Growing, Reader
 from ..errors import ProviderError
 from ..flow import Busy
 from .offload import ThreadCalls, raise_unwrapped
 
-__all__ = ["stream_body"]
+__all__ = ["lead_growing", "send_growing", "stream_body"]
 
 Message = MutableMapping[str, Any]
 _DONE = object()
 # A hop's most bytes (a 50,000-URL page is about 50 chunks of 160 KB) and time.
 HOP_BYTES = 256 * 1024
 HOP_SECONDS = 0.01
+# How long a reader of a growing document sleeps between looks: doubling up to the most.
+_POLL_FIRST = 0.001
+_POLL_MOST = 0.02
 
 
 async def stream_body(
@@ -103,3 +107,114 @@ async def _cancel_on_disconnect(receive: Callable[[], Awaitable[Message]], scope
     while (await receive())["type"] != "http.disconnect":
         await anyio.lowlevel.checkpoint()  # never spin on a server that answers at once
     scope.cancel()
+
+
+async def send_growing(
+    reader: Reader,
+    send: Callable[[Message], Awaitable[None]],
+    receive: Callable[[], Awaitable[Message]],
+    send_timeout: float,
+) -> None:
+    """Send a growing document (`caching.growing`) to one client, at that client's pace.
+
+    The reader holds a position in the document, never the render: waiting costs a
+    poll on the loop, and a client that takes no chunk for ``send_timeout`` s loses its
+    response (`TimeoutError`) and nothing else. Raises what ended the render, once what
+    came before it was sent; returns early, without the final message, when the client
+    went away.
+    """
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(_cancel_on_disconnect, receive, group.cancel_scope)
+            delay = _POLL_FIRST
+            while True:
+                data, ended = reader.take()
+                if data:
+                    with anyio.move_on_after(send_timeout) as sending:
+                        await send({"type": "http.response.body", "body": data, "more_body": True})
+                    if sending.cancelled_caught:
+                        raise TimeoutError(f"the client took no chunk for {send_timeout} s: aborted")
+                    delay = _POLL_FIRST
+                elif ended:
+                    break
+                else:
+                    await anyio.sleep(delay)
+                    delay = min(delay * 2, _POLL_MOST)
+            await send({"type": "http.response.body", "body": b""})
+            group.cancel_scope.cancel()
+    except BaseExceptionGroup as errors:
+        raise_unwrapped(errors)
+    finally:
+        reader.close()
+
+
+async def lead_growing(
+    reader: Reader,
+    send: Callable[[Message], Awaitable[None]],
+    receive: Callable[[], Awaitable[Message]],
+    threads: anyio.CapacityLimiter,
+    timeout: float | None,
+    send_timeout: float,
+    rendered: Callable[[], None],
+) -> None:
+    """Render a growing document at its provider's pace while sending it to the client that
+    asked first, as one more reader: that client's pace concerns nobody else.
+
+    ``rendered`` is called once the render is over (the render slot goes back then, not
+    once this client has read it all). What ended this client's response is raised once
+    the render is over too: the others may still be reading it.
+    """
+    failure: BaseException | None = None
+    async with anyio.create_task_group() as group:
+        group.start_soon(_produce, reader.growing, threads, timeout, rendered)
+        try:
+            await send_growing(reader, send, receive, send_timeout)
+        except Exception as error:  # this client's response only
+            failure = error
+    if failure is not None:
+        raise failure
+
+
+async def _produce(
+    growing: Growing, threads: anyio.CapacityLimiter, timeout: float | None, rendered: Callable[[], None]
+) -> None:
+    """Step ``growing`` to its end in worker threads, each hop under the provider deadline."""
+    calls = ThreadCalls(threads, timeout)
+    step = partial(_steps, growing, 0)  # the first chunk alone: first bytes at once
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(calls.keep)
+            try:
+                while not growing.ended:
+                    await calls.run(step)
+                    step = partial(_steps, growing, HOP_BYTES)
+            except TimeoutError:
+                await _fail(growing, ProviderError.stalled(timeout))
+            except Busy:
+                await _fail(
+                    growing, ProviderError(f"no render thread came free in {timeout} s: page aborted")
+                )
+            except Exception:
+                pass
+            group.cancel_scope.cancel()
+    except BaseExceptionGroup as errors:
+        raise_unwrapped(errors)
+    finally:
+        rendered()
+        if not growing.ended:  # this task was cancelled
+            await _fail(growing, ProviderError("the render was cancelled"))
+
+
+async def _fail(growing: Growing, error: ProviderError) -> None:
+    # Off the loop and shielded: ending it may close the provider's iterator (a cursor).
+    with anyio.CancelScope(shield=True):
+        await anyio.to_thread.run_sync(growing.fail, error)
+
+
+def _steps(growing: Growing, most: int) -> None:
+    """Steps until ``most`` more bytes were made, `HOP_SECONDS` passed, or the render ended:
+    one hop from the loop to a thread and back for many chunks (see `_next_bytes`)."""
+    until = time.monotonic() + HOP_SECONDS
+    target = growing.made + most
+    while growing.step() and growing.made < target and time.monotonic() < until:
+        pass

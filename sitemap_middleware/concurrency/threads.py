@@ -130,7 +130,7 @@ class HelperStream:
     def __init__(
         self, reply: Reply, helpers: Helpers, timeout: float | None, on_close: Callable[[], None]
     ) -> None:
-        assert not isinstance(reply.body, bytes)
+        assert isinstance(reply.body, Iterator)  # a stream: a growing document is read otherwise
         self._reply = reply
         self._chunks: Iterator[bytes] = reply.body
         self._helpers = helpers

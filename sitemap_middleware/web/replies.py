@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import NamedTuple
 
+from ..caching.growing import Growing, Reader
 from ..caching.stores import Document
 from . import rules
 from .sites import HOST_HEADERS
@@ -79,12 +80,15 @@ class Reply:
 
     status: int
     headers: list[tuple[str, str]]
-    body: bytes | Iterator[bytes] = b""
+    body: bytes | Iterator[bytes] | Reader = b""
     # The same headers as ASGI wants them, when they were encoded once ahead of time.
     raw_headers: list[tuple[bytes, bytes]] | None = None
     # Set on an answer from a stored document that a repeat of the request may replay
     # (`replays`): a 304, a HEAD, or a 200 whose body is the stored gzip body itself.
     origin: Origin | None = None
+    # The render this reply's request drives (a leader's cold page): the adapter makes it
+    # while the body, a reader of it like any follower's, is sent at the client's pace.
+    growing: Growing | None = None
     _held: list[Callable[[], None]] | None = None
 
     def hold(self, release: Callable[[], None]) -> None:

@@ -1,0 +1,288 @@
+"""A cold document as it is rendered: one render, read by every client of it at its own pace.
+
+A cold page is rendered once, into the document being stored, and each of its clients
+(the first one included) holds a position in that document, never a copy of it and never
+the render itself: a client that stops reading holds its socket and nothing else, and
+clients that ask while it renders get its first bytes at once and finish when it does
+(nginx's proxy buffering, with the stored document as the buffer)::
+
+    growing = Growing(key, production)          # production: what makes the next parts
+    reader = growing.reader(gzip=True)          # one per client: a position, nothing more
+    growing.step()                              # the producer: one chunk more (any thread)
+    reader.take()                               # what was made since this reader's last take
+    reader.close()                              # the last reader gone: the render stops
+
+Each step appends a chunk in both representations: the identity bytes and their gzip
+piece (each piece flushed, `web.compress.GzipWriter`), so a reader of either kind is sent
+what exists as soon as it exists. Steps are taken one at a time (a lock) by whoever drives
+the render: the ASGI adapter's producer task, in render threads, at the provider's pace;
+under WSGI, whichever reader needs the next bytes first (`SyncReader`), so a client that
+stops reading never holds the others. The parts are held while the render runs and for
+as long as a reader is behind: memory is bounded by the renders in flight times one
+document, whatever the number of readers.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Protocol
+
+from ..errors import ProviderError
+
+__all__ = ["Growing", "Production", "Reader", "SyncReader"]
+
+
+class Production(Protocol):
+    """What makes a growing document: its next parts, its end, and what it holds."""
+
+    def next_parts(self) -> tuple[bytes, bytes] | None:
+        """The next chunk as ``(identity, gzip piece)``; ``None`` once the last was made
+        (the production has then stored the document, if it is stored at all)."""
+        ...
+
+    def tail(self) -> bytes:
+        """The gzip trailer, known once `next_parts` returned ``None``."""
+        ...
+
+    def close(self, completed: bool) -> None:
+        """Release what the production holds (the provider's iterator, its flight); once."""
+        ...
+
+
+class Growing:
+    """One document being rendered, and the readers reading it."""
+
+    def __init__(self, key: str, production: Production, on_end: Callable[[Growing], None]) -> None:
+        self.key = key
+        self._production = production
+        self._on_end = on_end
+        self._changed = threading.Condition()
+        self._stepping = threading.Lock()  # one step at a time, on whatever thread
+        self._identity: list[bytes] = []
+        self._gzip: list[bytes] = []
+        self._ended = False
+        self._error: BaseException | None = None
+        self._readers = 0
+        self._at_end: list[Callable[[], None]] = []
+        self.made = 0  # identity bytes made so far
+        self.last_growth = time.monotonic()
+
+    # -- the producer ---------------------------------------------------------------------------
+
+    @property
+    def ended(self) -> bool:
+        return self._ended
+
+    @property
+    def readers(self) -> int:
+        return self._readers
+
+    @property
+    def stepping(self) -> bool:
+        """Whether a step is running now (on any thread)."""
+        return self._stepping.locked()
+
+    def step(self, *, wait: bool = True) -> bool:
+        """Make one chunk more; ``False`` when there was nothing to do (it ended, or another
+        thread is stepping and ``wait`` is false). A production error ends the document:
+        every reader gets it once it has read what came before."""
+        if not self._stepping.acquire(blocking=wait):
+            return False
+        try:
+            if self._ended:
+                return False
+            if self._readers == 0:
+                # Every client went away: nobody is left to send it to (nothing is stored).
+                self._end(error=ProviderError("every reader of the page went away"))
+                return False
+            try:
+                parts = self._production.next_parts()
+            except BaseException as error:
+                self._end(error=error)
+                raise
+            if parts is None:
+                self._end(tail=self._production.tail())
+                return True
+            with self._changed:
+                cut = self._ended  # `fail` ended it while this step ran in an abandoned thread
+                if not cut:
+                    self._identity.append(parts[0])
+                    self._gzip.append(parts[1])
+                    self.made += len(parts[0])
+                    self.last_growth = time.monotonic()
+                    self._changed.notify_all()
+            if cut:
+                self._close_production(False)
+            return not cut
+        finally:
+            self._stepping.release()
+
+    def stop_if_unread(self) -> None:
+        """End the render now if nobody reads it and no step is running (else the next step
+        ends it): a WSGI reader's close, on a thread that may block."""
+        if self._readers == 0:
+            self.step(wait=False)
+
+    def fail(self, error: BaseException) -> None:
+        """End the document with ``error``: the producer's deadline cut a stalled provider.
+
+        A step may still be running in the abandoned thread: the production is closed
+        when it returns (`step`), never from here."""
+        with self._changed:
+            if self._ended:
+                return
+            self._ended = True
+            self._error = error
+            self._changed.notify_all()
+        try:
+            if self._stepping.acquire(blocking=False):  # no step running: close it here
+                try:
+                    self._close_production(False)
+                finally:
+                    self._stepping.release()
+        finally:
+            self._on_end(self)
+
+    def _end(self, *, tail: bytes | None = None, error: BaseException | None = None) -> None:
+        """Under the step lock: the last part or the error, then the production closed."""
+        with self._changed:
+            self._ended = True
+            if tail is not None:
+                self._gzip.append(tail)
+            self._error = error
+            self._changed.notify_all()
+        try:
+            self._close_production(tail is not None)
+        finally:
+            self._on_end(self)
+
+    def at_end(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the production is closed (what its provider runs on)."""
+        self._at_end.append(callback)
+
+    def _close_production(self, completed: bool) -> None:
+        try:
+            self._production.close(completed)
+        finally:
+            callbacks, self._at_end = self._at_end, []
+            for callback in callbacks:
+                callback()
+
+    # -- readers --------------------------------------------------------------------------------
+
+    def reader(self, *, gzip: bool) -> Reader:
+        """A new reader from the start of the document (its first, made with it)."""
+        with self._changed:
+            self._readers += 1
+        return Reader(self, gzip)
+
+    def join(self, *, gzip: bool) -> Reader | None:
+        """A new reader, unless the render has ended (the store answers then, or nobody)."""
+        with self._changed:
+            if self._ended:
+                return None
+            self._readers += 1
+        return Reader(self, gzip)
+
+    def _take(self, gzip: bool, position: int) -> tuple[bytes, int, bool]:
+        """What lies past ``position``, the new position, and whether nothing more will come."""
+        parts = self._gzip if gzip else self._identity
+        with self._changed:
+            end = len(parts)
+            ended = self._ended
+            error = self._error
+        if end > position:
+            return b"".join(parts[position:end]), end, False
+        if ended and error is not None:
+            raise error
+        return b"", position, ended
+
+    def _wait(self, position: int, gzip: bool, timeout: float) -> None:
+        parts = self._gzip if gzip else self._identity
+        with self._changed:
+            if len(parts) <= position and not self._ended:
+                self._changed.wait(timeout)
+
+    def _left(self) -> None:
+        with self._changed:
+            self._readers -= 1
+
+
+class Reader:
+    """One client's position in a growing document: what it has not yet been sent."""
+
+    __slots__ = ("_closed", "_gzip", "_position", "growing")
+
+    def __init__(self, growing: Growing, gzip: bool) -> None:
+        self.growing = growing
+        self._gzip = gzip
+        self._position = 0
+        self._closed = False
+
+    def take(self) -> tuple[bytes, bool]:
+        """The bytes made since the last take (``b""``: none yet) and whether the document is
+        complete with them; raises what ended the render, once what came before is taken."""
+        data, self._position, ended = self.growing._take(self._gzip, self._position)
+        return data, ended
+
+    def wait(self, timeout: float) -> None:
+        """Block until the document grew past this reader, ended, or ``timeout`` passed."""
+        self.growing._wait(self._position, self._gzip, timeout)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.growing._left()
+
+
+class SyncReader:
+    """A reader as a WSGI body: blocking, and driving the render whenever it needs bytes
+    that nobody is making, so the fastest client paces the render, never the first.
+
+    ``step``: how this thread takes a step (inline, or on a helper under the deadline).
+    ``stall_after``: seconds without growth after which the page is aborted.
+    """
+
+    def __init__(
+        self, reader: Reader, step: Callable[[Callable[[], bool]], bool], stall_after: float | None
+    ) -> None:
+        self._reader = reader
+        self._step = step
+        self._stall_after = stall_after
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        reader = self._reader
+        growing = reader.growing
+        while True:
+            data, ended = reader.take()
+            if data:
+                return data
+            if ended:
+                raise StopIteration
+            try:
+                # Another thread making the bytes: wait for them rather than take a helper.
+                stepped = not growing.stepping and self._step(partial_step(growing))
+            except TimeoutError:
+                # Its provider stalled on a helper: every reader's page is aborted at once.
+                growing.fail(ProviderError.stalled(self._stall_after))
+                raise ProviderError.stalled(self._stall_after) from None
+            if stepped:
+                continue
+            silent = time.monotonic() - growing.last_growth
+            if self._stall_after is not None and silent > self._stall_after:
+                raise ProviderError.stalled(self._stall_after)
+            reader.wait(0.05)
+
+    def close(self) -> None:
+        self._reader.close()
+        self._reader.growing.stop_if_unread()
+
+
+def partial_step(growing: Growing) -> Callable[[], bool]:
+    """A step that never waits for another thread's: that one makes the bytes anyway."""
+    return lambda: growing.step(wait=False)
