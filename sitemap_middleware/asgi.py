@@ -3,7 +3,7 @@
     app = sitemaps.asgi(Starlette(routes=...), render_threads=4, max_renders=16)
     # or: Starlette(middleware=[Middleware(SitemapASGIMiddleware, sitemaps=sitemaps)])
 
-Answers come from the shared `gateway.Gateway`; a cold one is a `flow.Flow` whose steps
+Answers come from the shared `gateway.Gateway`; a cold one is a `steps.Flow` whose steps
 this adapter performs: blocking work in worker threads (sync providers and rendering
 never block the event loop; async providers are handed back to it), calls to a store
 that waits on the network (Redis) in threads of their own, or awaited on the loop
@@ -26,8 +26,8 @@ from .caching.growing import Reader
 from .concurrency.loop_clients import ClientsPerLoop
 from .concurrency.offload import LoopCapacities, Slot, in_thread, on_loop, wait_for
 from .concurrency.sending import lead_growing, send_growing, stream_body
+from .concurrency.steps import AppAnswer, Busy, Call, FetchApp, Offload, Step, Wait, run_async
 from .config import check_count, check_timeout
-from .flow import AppAnswer, Busy, Call, FetchApp, Offload, Step, Wait, run_async
 from .gateway import Configured
 from .web.replies import Reply
 from .web.rules import mount_prefix, route_path

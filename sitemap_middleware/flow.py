@@ -1,188 +1,56 @@
-"""The one way a request is answered: a sans-I/O flow of steps that both adapters drive.
+"""The one way a request is answered: the policy, as a sans-I/O flow of steps both adapters drive.
 
-Answering may need four things only an adapter can do: run blocking work (providers,
-rendering) where it may block, call a store that waits on the network (`Call`: Redis),
-wait for another request's render of the same document, and ask the wrapped app for its
-own answer (robots.txt). A flow is a generator that *yields* those steps and is sent
-their results; it holds the whole policy (follow the leader, take over a stalled one,
-render alone as a last resort, and what each failure answers), and an adapter only
-performs steps, blocking or awaiting::
+A flow is a generator that yields `concurrency.steps` (run blocking work, call a store,
+wait for another request's render, ask the app) and holds the whole policy: follow the
+leader, or read its render as it grows, take over a stalled one, render alone as a last
+resort, and what each failure answers. The adapter only performs the steps::
 
     flow = gateway.respond(route, request)           # a Reply at once, or a Flow
     reply = run_blocking(flow, perform)              # WSGI
     reply = await run_async(flow, perform)           # ASGI
 
 A claim the flow takes (a single-flight) is released on every way out: in the flow's
-own ``try`` when it fails or is closed, else by the `Reply` that carries it, which the
-adapter finishes in its ``finally``.
+own ``try`` when it fails or is closed, else by the `Reply` (or the render) that
+carries it, which the adapter finishes in its ``finally``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Generator
-from dataclasses import dataclass, field
+import enum
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 from .caching.resources import Resource
-from .concurrency.flights import Flight, SingleFlight
+from .concurrency.steps import FETCH_APP, Busy, Call, Flow, Offload, single_flight
 from .errors import ProviderError
-from .providers import AsyncRunner
 from .web.replies import Reply, Request
 from .web.rules import OVERVIEW, Route
 
 if TYPE_CHECKING:
-    from .concurrency.loop_clients import LoopClients
     from .service import Service
 
-__all__ = [
-    "AppAnswer",
-    "Busy",
-    "Call",
-    "FetchApp",
-    "Flow",
-    "Offload",
-    "Wait",
-    "answer",
-    "overview",
-    "robots",
-    "run_async",
-    "run_blocking",
-    "single_flight",
-]
-
-T = TypeVar("T")
-S = TypeVar("S")
+__all__ = ["UNLOOKED", "answer", "overview", "robots"]
 
 
-@dataclass(frozen=True, slots=True)
-class Offload:
-    """Run ``func(run_async)`` where blocking is allowed, within the provider deadline.
+class Unlooked(enum.Enum):
+    """`answer` was not told what a lookup found: it looks itself."""
 
-    ``render``: the work renders a document; under ASGI it takes a render slot first,
-    held until the response is sent.
+    UNLOOKED = enum.auto()
+
+
+UNLOOKED = Unlooked.UNLOOKED
+
+
+def answer(
+    service: Service, route: Route, request: Request, looked: Resource | Unlooked | None = UNLOOKED
+) -> Flow[Reply]:
+    """An index or a page: from the store, else rendered once for all who ask at once.
+
+    ``looked``: what the caller's own `Service.lookup` found, a miss (the `Resource` to
+    render) or ``None`` (only ``resolve`` can tell); by default the flow looks itself.
     """
-
-    func: Callable[[AsyncRunner], Any]
-    render: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Call:
-    """``func()``, a call to a store that may wait on the network (`CacheStore.blocking`).
-
-    Under ASGI in a worker thread, so a slow or silent store never stalls the event loop
-    (the store's own timeouts bound it, not the provider deadline, and it never waits for
-    a render thread); under WSGI, and inside a render, in place. An in-process store is
-    called directly instead, at no cost.
-
-    ``on_loop``: the same call through an asyncio client, which the ASGI adapter awaits on
-    the loop instead, where it can close what that makes (`concurrency.loop_clients`):
-    no thread hop. Only the request's lookup has one (`Service.fetch`).
-    """
-
-    func: Callable[[], Any]
-    on_loop: Callable[[LoopClients], Awaitable[Any]] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Wait:
-    """Wait until another request's render of the same document is over (done or stalled),
-    or ``ready()``: its first bytes can be read as they grow (`caching.growing`)."""
-
-    flight: Flight
-    stall_after: float | None
-    ready: Callable[[], bool] | None = None
-
-    def over(self) -> bool:
-        return self.flight.over(self.stall_after) or (self.ready is not None and self.ready())
-
-    def block(self) -> None:
-        """Wait on this thread (WSGI, or inside a render); `offload.wait_for` is the async twin."""
-        while not self.over():
-            self.flight.done.wait(_POLL)
-
-
-@dataclass(frozen=True, slots=True)
-class FetchApp:
-    """Ask the wrapped app the same request, as a GET; send back its `AppAnswer`."""
-
-
-@dataclass(frozen=True, slots=True)
-class AppAnswer:
-    status: int
-    headers: list[tuple[str, str]] = field(default_factory=list)
-    body: bytes = b""
-
-
-class Busy(Exception):
-    """No render slot came free within the deadline (thrown into a flow by the ASGI adapter)."""
-
-
-Step = Offload | Call | Wait | FetchApp
-Flow = Generator[Step, Any, T]
-FETCH_APP = FetchApp()
-# Follow a render in flight (or take over a stalled one) this many times, then render alone.
-ATTEMPTS = 3
-# How often a blocked follower checks whether its leader stalled.
-_POLL = 0.05
-
-
-def single_flight(
-    flights: SingleFlight,
-    key: str,
-    lookup: Callable[[], T | None],
-    work: Callable[[Flight | None, AsyncRunner], T],
-    stall_after: float | None,
-    on_follow: Callable[[], None] | None = None,
-    blocking: bool = False,
-    ready: Callable[[], bool] | None = None,
-) -> Flow[tuple[T, Flight | None]]:
-    """``lookup()``, or ``work`` once for every request that needs it at the same time.
-
-    Returns the result and, when this request led, its flight: the caller releases it
-    (at once, or once the reply it went into is sent). ``blocking``: ``lookup`` and
-    ``flights`` wait on the network, so each look-and-claim is one `Call`. ``ready``:
-    a follower stops waiting once it says ``lookup`` can answer (a render it can read).
-    """
-    stale: Flight | None = None
-    for _ in range(ATTEMPTS - 1):
-        look = partial(_look_or_claim, flights, key, lookup, stale)
-        found, claimed = (yield Call(look)) if blocking else look()
-        if found is not None:
-            return found, None
-        assert claimed is not None
-        lead, flight = claimed
-        if lead:
-            try:
-                result = yield Offload(partial(work, flight), render=True)
-            except BaseException:
-                flight.release()
-                raise
-            return result, flight
-        if on_follow is not None:
-            on_follow()
-        yield Wait(flight, stall_after, ready)
-        stale = None if flight.done.is_set() else flight
-    found = (yield Call(lookup)) if blocking else lookup()
-    if found is not None:
-        return found, None
-    # Two leaders in a row failed or stalled: answer this request on its own.
-    return (yield Offload(partial(work, None), render=True)), None
-
-
-def _look_or_claim(
-    flights: SingleFlight, key: str, lookup: Callable[[], T | None], stale: Flight | None
-) -> tuple[T | None, tuple[bool, Flight] | None]:
-    """``lookup()``, else a claim on ``key``: what one `Call` does for a shared store."""
-    found = lookup()
-    return (found, None) if found is not None else (None, flights.claim(key, replacing=stale))
-
-
-def answer(service: Service, route: Route, request: Request) -> Flow[Reply]:
-    """An index or a page: from the store, else rendered once for all who ask at once."""
     try:
-        found = yield from _lookup(service, route, request)
+        found = (yield from _lookup(service, route, request)) if looked is UNLOOKED else looked
         if found is None:
             found = yield Offload(partial(service.resolve, route, request))
         if isinstance(found, Reply):
@@ -204,6 +72,7 @@ def answer(service: Service, route: Route, request: Request) -> Flow[Reply]:
             followed,
             service.blocking,
             ready,
+            looked=isinstance(looked, Resource),  # the store was read for this very resource
         )
         if flight is not None and reply.growing is None:
             reply.hold(flight.release)  # else the render releases it when it ends
@@ -244,41 +113,3 @@ def robots(service: Service, request: Request) -> Flow[Reply]:
     merge = partial(service.robots, request, app_answer)
     reply: Reply = (yield Call(merge)) if service.blocking else merge()
     return reply
-
-
-def run_blocking(flow: Generator[S, Any, T], perform: Callable[[S], Any]) -> T:
-    """Drive ``flow`` to its result on this thread; ``perform`` does each step.
-
-    What a step raises is thrown into the flow, which decides what it answers. Any
-    sans-I/O generator drives the same way (a Redis exchange: `redis.link`).
-    """
-    try:
-        step = flow.send(None)
-        while True:
-            try:
-                value = perform(step)
-            except BaseException as error:
-                step = flow.throw(error)
-            else:
-                step = flow.send(value)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
-    finally:
-        flow.close()
-
-
-async def run_async(flow: Generator[S, Any, T], perform: Callable[[S], Awaitable[Any]]) -> T:
-    """`run_blocking`'s twin on the event loop: ``perform`` awaits each step."""
-    try:
-        step = flow.send(None)
-        while True:
-            try:
-                value = await perform(step)
-            except BaseException as error:
-                step = flow.throw(error)
-            else:
-                step = flow.send(value)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
-    finally:
-        flow.close()

@@ -2,10 +2,10 @@
 
     gateway = sitemaps.gateway
     route = gateway.match("GET", "/sitemap-products-2.xml")    # None: the app's path
-    outcome = gateway.respond(route, request)                  # a Reply, or a flow.Flow
+    outcome = gateway.respond(route, request)                  # a Reply, or a steps.Flow
 
 It picks the site a request is for, answers what needs no provider at once (a hit, a
-304, a 404 or 405, a replayed answer) and hands back a `flow.Flow` for the rest.
+304, a 404 or 405, a replayed answer) and hands back a `steps.Flow` for the rest.
 Replays live here and nowhere else: adapters never see signatures or tickets.
 """
 
@@ -17,6 +17,7 @@ from typing import Protocol
 
 from . import flow
 from .caching.replays import Replays
+from .concurrency.steps import Flow
 from .protocol.uris import Site
 from .service import Service
 from .web import rules
@@ -79,7 +80,7 @@ class Gateway:
     def request(self, method: str, path: str, prefix: str, headers: Mapping[str, str]) -> Request:
         return Request(method, path, prefix, headers, self._clock())
 
-    def respond(self, route: rules.Route, request: Request) -> Reply | flow.Flow[Reply]:
+    def respond(self, route: rules.Route, request: Request) -> Reply | Flow[Reply]:
         """The answer, when it needs no provider; else the flow that finds it."""
         site = self._sites.pick(request.headers)
         if site is None:
@@ -96,7 +97,7 @@ class Gateway:
         replays = self._replays
         if replays is None:
             found = service.lookup(route, request)
-            return found if isinstance(found, Reply) else flow.answer(service, route, request)
+            return found if isinstance(found, Reply) else flow.answer(service, route, request, found)
         replayed = replays.find(site.root, request)
         if replayed is not None:
             return replayed
@@ -105,11 +106,9 @@ class Gateway:
         if isinstance(found, Reply):
             replays.remember(site.root, request, found, ticket)
             return found
-        return self._remembering(flow.answer(service, route, request), site, request, ticket)
+        return self._remembering(flow.answer(service, route, request, found), site, request, ticket)
 
-    def _remembering(
-        self, answering: flow.Flow[Reply], site: Site, request: Request, ticket: int
-    ) -> flow.Flow[Reply]:
+    def _remembering(self, answering: Flow[Reply], site: Site, request: Request, ticket: int) -> Flow[Reply]:
         reply = yield from answering
         assert self._replays is not None
         self._replays.remember(site.root, request, reply, ticket)

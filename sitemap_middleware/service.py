@@ -2,8 +2,8 @@
 
 The service never waits and never decides who renders: `flow` does, calling these in
 order. `lookup` calls no provider (the event loop may call it, unless the store waits on
-the network: ``blocking``, then `flow.Call`); `resolve` and `render` may call providers,
-so adapters run them where blocking is allowed (`flow.Offload`)::
+the network: ``blocking``, then `steps.Call`); `resolve` and `render` may call providers,
+so adapters run them where blocking is allowed (`steps.Offload`)::
 
     service.lookup(route, request)       # a Reply (hit, 404, 405), a Resource (miss), or None
     service.resolve(route, request, run_async)          # the same, calling version/count
@@ -33,9 +33,9 @@ from .caching.recording import Recording
 from .caching.resources import Resource, Resources, version_etag
 from .caching.stores import CacheStore, Document, IdentityCopies, identity_copies
 from .concurrency.flights import Flight
+from .concurrency.steps import AppAnswer, Call, Offload, Step, Wait, run_blocking, single_flight
 from .engine import Engine, PagePlan, index_files
 from .errors import ProviderError
-from .flow import AppAnswer, Call, Offload, Step, Wait, run_blocking, single_flight
 from .providers import AsyncRunner, Section
 from .stats import Stats, logger
 from .web import rules
@@ -131,7 +131,7 @@ class Service:
         return self.resources.resource(route, request.prefix, _no_async)
 
     def fetch(self, resource: Resource) -> Call:
-        """The store's document for ``resource`` as one `flow.Call` (``blocking`` stores),
+        """The store's document for ``resource`` as one `steps.Call` (``blocking`` stores),
         awaited on the event loop where the store has an asyncio client (``aget``)."""
         assert self.store is not None
         get = partial(self.store.get, resource.key)

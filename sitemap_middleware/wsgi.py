@@ -4,7 +4,7 @@
     application = sitemaps.wsgi(get_wsgi_application())            # Django
     application = sitemaps.wsgi(app, helper_threads=4)             # cut hung sync providers
 
-Answers come from the shared `gateway.Gateway`; a cold one is a `flow.Flow` whose steps
+Answers come from the shared `gateway.Gateway`; a cold one is a `steps.Flow` whose steps
 run on the request thread, as any WSGI view would. With ``helper_threads``, blocking
 work runs on a few helper threads instead (`threads.Helpers`), so that the provider
 deadline cuts a hung sync provider too, while waiting for another request's render
@@ -26,9 +26,9 @@ from werkzeug.wsgi import ClosingIterator
 from .caching import store_time
 from .caching.growing import Reader, SyncReader
 from .concurrency.deadlines import thread_deadline
+from .concurrency.steps import AppAnswer, Call, FetchApp, Flow, Offload, Step, Wait, run_blocking
 from .concurrency.threads import Helpers, HelperStream
 from .config import check_count
-from .flow import AppAnswer, Call, FetchApp, Flow, Offload, Step, Wait, run_blocking
 from .gateway import Configured
 from .providers import LoopRunner
 from .web.replies import Reply

@@ -495,3 +495,38 @@ def test_concurrent_cold_pages_of_one_section_measure_it_once():
         thread.join(30)
     assert statuses == [200] * 8
     assert catalogue.calls == 1 + 8  # one plan for all eight pages, then each page's render
+
+
+class CountingStore:
+    """A `MemoryStore` that counts the reads of each key: what one request costs its store."""
+
+    def __init__(self) -> None:
+        self.inner = MemoryStore()
+        self.flights = self.inner.flights
+        self.blocking = False
+        self.reads: dict[str, int] = {}
+
+    def get(self, key: str) -> Any:
+        self.reads[key] = self.reads.get(key, 0) + 1
+        return self.inner.get(key)
+
+    def set(self, key: str, document: Any) -> None:
+        self.inner.set(key, document)
+
+    def generation(self, section: str) -> str:
+        return self.inner.generation(section)
+
+    def invalidate(self, section: str | None = None) -> None:
+        self.inner.invalidate(section)
+
+
+def test_a_cold_page_reads_the_store_once_and_a_hit_once(make_client):
+    store = CountingStore()
+    sitemaps = Sitemaps(base_url=BASE, cache=store)  # type: ignore[arg-type]
+    sitemaps.add_provider("products", lambda: [f"/p/{n}" for n in range(10)])
+    client = make_client(sitemaps)
+    assert client.get("/sitemap-products-1.xml").status == 200  # cold: rendered and stored
+    [(key, cold)] = [(key, n) for key, n in store.reads.items() if key.startswith("page|")]
+    assert cold == 1
+    assert client.get("/sitemap-products-1.xml").status == 200  # a hit
+    assert store.reads[key] == 2

@@ -6,7 +6,7 @@ it is made for, and refuses them once that request has spent the store's budget
 the call under way) at most, and the request answers without the store, as it does
 during an outage. The budget is the store's; the tab only says what was spent.
 
-The adapters open a tab for each request they answer through a `flow.Flow`. It lives in
+The adapters open a tab for each request they answer through a `steps.Flow`. It lives in
 the request's `contextvars` context, which worker threads inherit with the rest of it
 (the ASGI adapter's threads, WSGI's helpers); code outside a request (a save hook's
 ``invalidate``, a store's background thread) has none, and is never refused for time::

@@ -31,8 +31,8 @@ import anyio.lowlevel
 import anyio.to_thread
 from anyio.lowlevel import RunVar
 
-from ..flow import Busy, Wait
 from .deadlines import Heartbeat, thread_deadline, within
+from .steps import Busy, Wait
 
 __all__ = [
     "STORE_THREADS",
@@ -49,7 +49,7 @@ __all__ = [
 T = TypeVar("T")
 
 
-# Threads per event loop for calls to a store that waits on the network (`flow.Call`):
+# Threads per event loop for calls to a store that waits on the network (`steps.Call`):
 # apart from render threads (a hit never queues behind renders) and from anyio's default
 # pool (a silent Redis never takes the threads of the app's own sync endpoints).
 STORE_THREADS = 16
@@ -58,7 +58,7 @@ STORE_THREADS = 16
 @dataclass(frozen=True, slots=True)
 class Capacity:
     """Per event loop: threads rendering at once, documents being rendered at once, and
-    threads calling a store that waits on the network (`flow.Call`)."""
+    threads calling a store that waits on the network (`steps.Call`)."""
 
     threads: anyio.CapacityLimiter
     renders: anyio.Semaphore
@@ -180,7 +180,7 @@ class ThreadCalls:
                 scope.deadline = anyio.current_time() + deadline - self._heartbeat.silent_for()
 
     async def run(self, func: Callable[[], T]) -> T:
-        """``func()`` in a worker thread; `flow.Busy` if none came free, `TimeoutError` if it stalled."""
+        """``func()`` in a worker thread; `steps.Busy` if none came free, `TimeoutError` if it stalled."""
         lease = _Lease(self._limiter)
         try:
             # Queueing has a deadline too: when every thread is stuck in a hung provider,

@@ -22,8 +22,8 @@ import anyio.lowlevel
 
 from ..caching.growing import Growing, Reader
 from ..errors import ProviderError
-from ..flow import Busy
 from .offload import ThreadCalls, raise_unwrapped
+from .steps import Busy
 
 __all__ = ["lead_growing", "send_growing", "stream_body"]
 

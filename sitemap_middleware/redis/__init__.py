@@ -28,7 +28,7 @@ What a fleet gets from it:
   `InvalidationError` (nothing is deferred into a process that may die). A worker whose
   invalidation was refused answers those sections without Redis until one reaches it.
 - A slow or silent Redis never stalls an event loop: the store declares its calls
-  ``blocking``, so the ASGI adapter makes them in worker threads (`flow.Call`), except a
+  ``blocking``, so the ASGI adapter makes them in worker threads (`steps.Call`), except a
   request's lookup (a cached page, a 304), which it awaits on the loop through a
   ``redis.asyncio`` client with the same settings (`mirror`), one per event loop, closed
   at the app's lifespan shutdown (`concurrency.loop_clients`; without a lifespan, in a

@@ -56,8 +56,8 @@ from redis.exceptions import NoScriptError, ReadOnlyError, RedisError
 
 from ..caching import store_time
 from ..concurrency.deadlines import off_the_clock
+from ..concurrency.steps import run_async, run_blocking
 from ..errors import InvalidationError
-from ..flow import run_async, run_blocking
 from ..stats import Stats, logger
 from .mirror import mirror
 from .scripts import ADOPT, SCRIPTS, Keys

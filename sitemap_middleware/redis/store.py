@@ -70,7 +70,7 @@ class RedisStore:
     pool, in a worker thread); every other call is made where blocking is allowed.
     """
 
-    # `get` awaited on an event loop (`flow.Call.on_loop`); None where the client has no
+    # `get` awaited on an event loop (`steps.Call.on_loop`); None where the client has no
     # asyncio twin.
     aget: Callable[[str, LoopClients], Awaitable[Document | None]] | None
 
