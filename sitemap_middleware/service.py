@@ -21,13 +21,14 @@ import hashlib
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from functools import partial
 from typing import Any
 
 from cachetools import LRUCache
-from werkzeug.http import http_date
 
+from .answers.overview import OverviewPage
+from .answers.robots import RobotsTxt
 from .caching.growing import Growing, Reader
 from .caching.recording import Recording
 from .caching.resources import Resource, Resources, version_etag
@@ -41,21 +42,10 @@ from .stats import Stats, logger
 from .web import rules
 from .web.compress import Gzip
 from .web.headers import DocumentHeaders, HeaderPolicy, is_not_modified, representation, wants_gzip
-from .web.overview import Overview, PageRow, SectionRow, render_overview
 from .web.replies import Origin, Reply, Request, early, plain, unavailable
-from .web.robots import RobotsAnswer, merged_robots
 from .web.rules import Validators
 
-__all__ = ["MAX_ROBOTS_INDEX_FILES", "Service"]
-
-# Pages of each section whose cache state the overview shows (each costs a store lookup).
-_OVERVIEW_CACHE_CHECKS = 1000
-# robots.txt merges remembered (`Service.robots`), of app answers up to this size.
-_MERGES_KEPT_BYTES = 64 * 1024
-
-# robots.txt names at most this many index files (50 million sitemap files): Google reads
-# the first 500 KiB of a robots.txt, and a count of rows must never size one without bound.
-MAX_ROBOTS_INDEX_FILES = 1_000
+__all__ = ["Service"]
 
 
 class Service:
@@ -95,10 +85,10 @@ class Service:
         self._first_seen: LRUCache[str, tuple[str, int]] = LRUCache(maxsize=100_000)
         # The newest rendering of each index file per mount prefix, served when a provider fails.
         self._last_good_index: LRUCache[tuple[str, int], Document] = LRUCache(maxsize=64)
-        # How many index files there were at the last index build, per mount prefix.
-        self._index_files: LRUCache[str, int] = LRUCache(maxsize=64)
-        # robots.txt merges by the app's answer (never by the request: nothing is stored by Host).
-        self._merged_robots: LRUCache[Hashable, RobotsAnswer | None] = LRUCache(maxsize=16)
+        self._robots = RobotsTxt(engine.site.root, store)
+        self._overview = OverviewPage(
+            engine.site.root, sections, self.resources, store, plan=self._plan, clock=clock
+        )
         # Cold pages being rendered in this process, by key: their clients read them as they grow.
         self._growing: dict[str, Growing] = {}
         self._memory_lock = threading.Lock()
@@ -279,7 +269,7 @@ class Service:
             # Every index file is built from the same stored plans: a section is planned
             # once (under its own single-flight), however many index files ask for it.
             plans = [(s, self._plan(s, request.prefix, run_async)) for s in self.sections.values()]
-            self._built_index(request.prefix, index_files(plans))
+            self._robots.built(request.prefix, index_files(plans))
             xml = self.engine.index(plans, request.prefix, route.number)
             if xml is None:
                 return plain(404, b"Not Found\n")
@@ -383,45 +373,8 @@ class Service:
     # -- the HTML overview -------------------------------------------------------------------
 
     def overview(self, request: Request, run_async: AsyncRunner) -> Reply:
-        """The HTML overview of this site's tree (`web.overview`), from the same stored plans
-        as the index; never stored itself, since it shows the cache's state."""
-        plans: list[tuple[Section, PagePlan]] = []
-        rows: list[SectionRow] = []
-        for section in self.sections.values():
-            try:
-                plan = self._plan(section, request.prefix, run_async)
-            except ProviderError as error:
-                rows.append(SectionRow(section.name, [], error=f"cannot be planned: {error}"))
-                continue
-            plans.append((section, plan))
-            rows.append(SectionRow(section.name, self._overview_pages(section, plan, request, run_async)))
-        index_urls = [self.index_url(request.prefix, n) for n in range(1, index_files(plans) + 1)]
-        generated = http_date(int(self._clock()))
-        body = render_overview(Overview(self.site_root + request.prefix, index_urls, rows, generated))
-        headers = [
-            ("Content-Type", rules.HTML_TYPE),
-            ("Content-Length", str(len(body))),
-            ("Cache-Control", "no-store"),  # it shows the cache's state, which changes
-            ("X-Robots-Tag", "noindex"),
-        ]
-        return Reply(200, headers, b"" if request.method == "HEAD" else body)
-
-    def _overview_pages(
-        self, section: Section, plan: PagePlan, request: Request, run_async: AsyncRunner
-    ) -> list[PageRow]:
-        root = f"{self.site_root}{request.prefix}/sitemap-{section.name}-"
-        rows = []
-        for number in range(1, plan.pages + 1):
-            cached = None
-            if number <= _OVERVIEW_CACHE_CHECKS and self.store is not None:
-                # A declared version is asked once per page here: checked for a few pages only.
-                route = rules.Route("page", section.name, number)
-                resource = self.resources.resource(route, request.prefix, run_async)
-                cached = self.store.get(resource.key) is not None
-            rows.append(
-                PageRow(number, f"{root}{number}.xml", plan.lastmod(number), plan.url_count(number), cached)
-            )
-        return rows
+        """The HTML overview of this site's tree (`answers.overview`)."""
+        return self._overview.answer(request, run_async)
 
     def _plan(
         self, section: Section, prefix: str, run_async: AsyncRunner, *, until: int | None = None
@@ -477,66 +430,8 @@ class Service:
     # -- robots.txt --------------------------------------------------------------------------
 
     def robots(self, request: Request, app: AppAnswer) -> Reply:
-        """Our robots.txt given the app's answer to the same request (its own, passed on,
-        when we cannot merge into it). Never stored by request: the app's answer may
-        depend on anything in the request (its Host, a cookie), and one client's answer
-        must never reach another. Only the merge is remembered, keyed by the app's whole
-        answer: the same answer merges the same way, whoever it was for."""
-        files = self._known_index_files(request.prefix)
-        key = (app.status, tuple(app.headers), app.body, request.prefix, files)
-        with self._memory_lock:
-            known = key in self._merged_robots
-            merged = self._merged_robots[key] if known else None
-        if not known:
-            urls = [self.index_url(request.prefix, number) for number in range(1, files + 1)]
-            merged = merged_robots(app.status, app.headers, app.body, urls)
-            if len(app.body) <= _MERGES_KEPT_BYTES:
-                with self._memory_lock:
-                    self._merged_robots[key] = merged
-        if merged is None:
-            return Reply(app.status, app.headers, b"" if request.method == "HEAD" else app.body)
-        headers = [("Content-Type", merged.content_type), ("Content-Length", str(len(merged.body)))]
-        return Reply(200, headers, merged.body)
-
-    def _index_files_key(self, prefix: str) -> str:
-        return f"index-files|{self.engine.site.root}{prefix}"
-
-    def _built_index(self, prefix: str, files: int) -> None:
-        """Remember how many index files the plans just made: robots.txt names them."""
-        with self._memory_lock:
-            self._index_files[prefix] = files
-        if self.store is not None:
-            body = str(files).encode()
-            self.store.set(self._index_files_key(prefix), Document(body, "", 0, len(body)))
-
-    def _known_index_files(self, prefix: str) -> int:
-        """How many index files robots.txt names: as many as the last index build made.
-
-        robots.txt never calls a provider: a crawler treats a robots.txt that fails or
-        times out as a server error and may stop crawling the whole site, so it must
-        not depend on the health of the data behind the sitemaps. The count is what the
-        last index build for this site and mount found: from the store (so a shared
-        store carries other processes' builds), else as remembered here, which outlives
-        the store's TTL and `invalidate`; before any build, only the first index file,
-        where a crawler starts anyway. At least 1, at most `MAX_ROBOTS_INDEX_FILES`.
-        """
-        files: int | None = None
-        if self.store is not None:
-            try:
-                stored = self.store.get(self._index_files_key(prefix))
-                files = None if stored is None else int(stored.body)
-            except Exception:  # robots.txt is never a 500 for want of a hint
-                logger.exception("sitemap robots.txt: the store failed; naming the index files known here")
-        if files is None:
-            with self._memory_lock:
-                files = self._index_files.get(prefix, 1)
-        if files > MAX_ROBOTS_INDEX_FILES:
-            logger.warning(
-                "sitemap robots.txt names the first %d of %d index files: raise page_size",
-                MAX_ROBOTS_INDEX_FILES,
-                files,
-            )
-        return min(max(files, 1), MAX_ROBOTS_INDEX_FILES)
+        """Our robots.txt given the app's answer to the same request (`answers.robots`)."""
+        return self._robots.answer(request, app)
 
 
 def _perform_here(run_async: AsyncRunner, step: Step) -> Any:

@@ -1,0 +1,1 @@
+"""One site's answers that are not documents: robots.txt and the HTML overview."""
