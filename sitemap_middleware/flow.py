@@ -62,7 +62,7 @@ def answer(
             return alone
         lookup = partial(service.stored, resource, route, request)
         followed = partial(service.stats.count, resource.section, "flight_waits")
-        ready = partial(service.growing, resource.key)
+        ready = partial(service.documents.growing, resource.key)
         reply, flight = yield from single_flight(
             service.flights,
             resource.key,

@@ -1,4 +1,4 @@
-"""One site's answers: from the store, or rendered; what each failure answers; robots.txt.
+"""One site's answers: from the store, or rendered; what each failure answers.
 
 The service never waits and never decides who renders: `flow` does, calling these in
 order. `lookup` calls no provider (the event loop may call it, unless the store waits on
@@ -9,41 +9,34 @@ so adapters run them where blocking is allowed (`steps.Offload`)::
     service.resolve(route, request, run_async)          # the same, calling version/count
     service.render(resource, route, request, flight, run_async)        # a cold document
 
-Validators: a document's ETag is a hash of its uncompressed bytes, so every process
-and machine serving the same data agrees on it; the gzip representation gets its own
-tag. A section that declares a ``version`` gets tags derived from that version
-instead, so conditional and cold requests are answered before any URL is iterated.
+Its other jobs are modules of their own, which it composes: the documents (`documents`:
+validators, answers from a stored one, renders read as they grow), the section plans
+(`_plan`), robots.txt (`answers.robots`) and the HTML overview (`answers.overview`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import threading
 import time
-import weakref
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from functools import partial
 from typing import Any
 
-from cachetools import LRUCache
-
 from .answers.overview import OverviewPage
 from .answers.robots import RobotsTxt
-from .caching.growing import Growing, Reader
-from .caching.recording import Recording
-from .caching.resources import Resource, Resources, version_etag
-from .caching.stores import CacheStore, Document, IdentityCopies, identity_copies
+from .caching.resources import Resource, Resources
+from .caching.stores import CacheStore, Document
 from .concurrency.flights import Flight
 from .concurrency.steps import AppAnswer, Call, Offload, Step, Wait, run_blocking, single_flight
+from .documents import Documents
 from .engine import Engine, PagePlan, index_files
 from .errors import ProviderError
 from .providers import AsyncRunner, Section
 from .stats import Stats, logger
 from .web import rules
 from .web.compress import Gzip
-from .web.headers import DocumentHeaders, HeaderPolicy, is_not_modified, representation, wants_gzip
-from .web.replies import Origin, Reply, Request, early, plain, unavailable
-from .web.rules import Validators
+from .web.headers import DocumentHeaders, HeaderPolicy, is_not_modified, wants_gzip
+from .web.replies import Reply, Request, early, plain, unavailable
 
 __all__ = ["Service"]
 
@@ -74,31 +67,14 @@ class Service:
         self.blocking = store is not None and getattr(store, "blocking", True)
         # Its `get` through an asyncio client, awaited on the event loop (`RedisStore.aget`).
         self._aget = getattr(store, "aget", None) if self.blocking else None
-        # Identity copies beside stored documents, where the store keeps them.
-        self._copies = identity_copies(store)
         # A follower stops waiting for a leader whose provider is silent this long.
         self.stall_after = stall_after
         self.headers = DocumentHeaders(policy)
-        self._clock = clock
-        # (etag, first-produced time) per resource: Last-Modified survives a re-render
-        # that produced the same bytes (TTL expiry, another section's invalidation).
-        self._first_seen: LRUCache[str, tuple[str, int]] = LRUCache(maxsize=100_000)
-        # The newest rendering of each index file per mount prefix, served when a provider fails.
-        self._last_good_index: LRUCache[tuple[str, int], Document] = LRUCache(maxsize=64)
+        self.documents = Documents(store, stats, self.headers, self.compression, clock)
         self._robots = RobotsTxt(engine.site.root, store)
         self._overview = OverviewPage(
             engine.site.root, sections, self.resources, store, plan=self._plan, clock=clock
         )
-        # Cold pages being rendered in this process, by key: their clients read them as they grow.
-        self._growing: dict[str, Growing] = {}
-        self._memory_lock = threading.Lock()
-
-    @property
-    def site_root(self) -> str:
-        return self.engine.site.root
-
-    def index_url(self, prefix: str, number: int = 1) -> str:
-        return f"{self.engine.site.root}{prefix}{rules.index_path(number)}"
 
     # -- answering ---------------------------------------------------------------------------
 
@@ -131,7 +107,7 @@ class Service:
         """`lookup`, calling declared versions and counts: a 304 before any URL is iterated."""
         resource = self.resources.resource(route, request.prefix, run_async)
         if resource.version is not None:
-            validators = self._validators(resource, route, request)
+            validators = self.documents.validators(resource, route, request)
             if is_not_modified(validators, request):
                 self.stats.count(resource.section, "not_modified")
                 return Reply(304, self.headers.not_modified(validators, route))
@@ -142,35 +118,15 @@ class Service:
         of it in progress here, read as it grows."""
         if self.store is None:
             return None
-        return self.joined(resource, route, request) or self.answer_from(
+        return self.documents.joined(resource, route, request) or self.answer_from(
             self.store.get(resource.key), resource, route, request
         )
-
-    def growing(self, key: str) -> bool:
-        """Whether the document under ``key`` is being rendered in this process now."""
-        return key in self._growing
-
-    def joined(self, resource: Resource, route: rules.Route, request: Request) -> Reply | None:
-        """A reader of the render of ``resource`` in progress here, if there is one."""
-        with self._memory_lock:
-            growing = self._growing.get(resource.key)
-        if growing is None:
-            return None
-        body: bytes | Reader | None
-        if request.method == "HEAD":
-            body = None if growing.ended else b""
-        else:
-            body = growing.join(gzip=wants_gzip(route, request))
-        if body is None:
-            return None  # it ended meanwhile: the store answers now, or nobody
-        self.stats.count_each(resource.section, ("served", "joined_renders"))
-        return Reply(200, self._cold_headers(resource, route, request), body)
 
     def answer_from(
         self, document: Document | None, resource: Resource, route: rules.Route, request: Request
     ) -> Reply | None:
         """The answer from ``document`` as the store returned it (``None``: none stored)."""
-        return None if document is None else self._from_document(document, resource, route, request)
+        return None if document is None else self.documents.reply(document, resource, route, request)
 
     def failed(self, route: rules.Route, request: Request, error: ProviderError) -> Reply:
         """A provider failed before the document started: logged, counted, and a 503."""
@@ -179,12 +135,11 @@ class Service:
         if route.kind == "index":
             # RFC 5861 stale-if-error: the last good index, never one that silently
             # drops the failing section (crawlers would read its URLs as gone).
-            with self._memory_lock:
-                stale = self._last_good_index.get((request.prefix, route.number))
+            stale = self.documents.last_good_index(request.prefix, route.number)
             if stale is not None:
                 self.stats.count(route.section, "stale_served")
                 resource = Resource("index", "", "", f"index|{request.prefix}|{route.number}", None)
-                return self._from_document(stale, resource, route, request, hit=False)
+                return self.documents.reply(stale, resource, route, request, hit=False)
         return unavailable()
 
     def busy(self, route: rules.Route, request: Request) -> Reply:
@@ -198,60 +153,6 @@ class Service:
         self.stats.count(route.section, "provider_errors")
         logger.error("sitemap %s: no answer from the provider within the deadline", request.path)
         return unavailable()
-
-    def _from_document(
-        self,
-        document: Document,
-        resource: Resource,
-        route: rules.Route,
-        request: Request,
-        *,
-        hit: bool = True,
-    ) -> Reply:
-        gzip = wants_gzip(route, request)
-        prepared = self.headers.prepare(document, resource.key, route, gzip)
-        # A declared version decides afresh on every request: never replayed.
-        replayable = resource.version is None and bool(resource.key)
-        if is_not_modified(prepared.validators, request):
-            self.stats.count(resource.section, "not_modified")
-            origin = None
-            if replayable:
-                origin = Origin(resource.key, weakref.ref(document), resource.section, ("not_modified",))
-            return Reply(304, prepared.not_modified, raw_headers=prepared.raw_not_modified, origin=origin)
-        counters = ("cache_hits", "served") if hit else ("served",)
-        for counter in counters:
-            self.stats.count(resource.section, counter)
-        if request.method == "HEAD" or gzip:
-            sends_body = request.method != "HEAD"
-            body = document.body if sends_body else b""
-            origin = None
-            if replayable:
-                # Both can be answered again from the stored document alone (`replays`).
-                origin = Origin(resource.key, weakref.ref(document), resource.section, counters, sends_body)
-            return Reply(200, prepared.ok, body, raw_headers=prepared.raw_ok, origin=origin)
-        copies = self._copies
-        if copies is not None and resource.key:
-            identity = copies.identity(resource.key, document)
-            if identity is not None:
-                return Reply(200, prepared.ok, identity, raw_headers=prepared.raw_ok)
-            inflated = self._inflating(copies, resource.key, document)
-        else:
-            inflated = self.compression.inflate(document.body)
-        return Reply(200, prepared.ok, inflated, raw_headers=prepared.raw_ok)
-
-    def _inflating(self, copies: IdentityCopies, key: str, document: Document) -> Iterator[bytes]:
-        """A stored document's identity body, inflated where the adapter runs bodies (off
-        the event loop): whole, and kept beside the document for the next identity request,
-        when the store has room to spare for it; else piece by piece, never whole."""
-        if not copies.claim_identity(key, document):
-            yield from self.compression.inflate(document.body)
-            return
-        identity = None
-        try:
-            identity = self.compression.decompress(document.body, document.size)
-        finally:
-            copies.keep_identity(key, document, identity)  # ends the claim on every way out
-        yield identity
 
     # -- rendering ---------------------------------------------------------------------------
 
@@ -273,19 +174,18 @@ class Service:
             xml = self.engine.index(plans, request.prefix, route.number)
             if xml is None:
                 return plain(404, b"Not Found\n")
-            document = self._document(
+            document = self.documents.made(
                 resource, request, self.compression.compress(xml), hashlib.sha256(xml), len(xml)
             )
             if flight is not None and self.store is not None:
                 self.store.set(resource.key, document)
-            with self._memory_lock:
-                self._last_good_index[(request.prefix, route.number)] = document
-            return self._from_document(document, resource, route, request, hit=False)
+            self.documents.keep_index(request.prefix, route.number, document)
+            return self.documents.reply(document, resource, route, request, hit=False)
         stream = self._page_stream(self.sections[resource.section], route.number, request.prefix, run_async)
         if stream is None:
             return plain(404, b"Not Found\n")
         gzip_out = wants_gzip(route, request)
-        headers = self._cold_headers(resource, route, request)
+        headers = self.documents.cold_headers(resource, route, request)
         self.stats.count(resource.section, "served")
         if request.method == "HEAD":
             stream.close()  # type: ignore[attr-defined]
@@ -293,17 +193,8 @@ class Service:
         if flight is None:  # nothing is stored: the page streams to this one client
             body = self.compression.stream(stream) if gzip_out else stream
             return Reply(200, headers, body)
-        growing = self._grow(resource, request, stream, flight)
+        growing = self.documents.grow(resource, request, stream, flight)
         return Reply(200, headers, growing.reader(gzip=gzip_out), growing=growing)
-
-    def _cold_headers(
-        self, resource: Resource, route: rules.Route, request: Request
-    ) -> list[tuple[str, str]]:
-        """A page's headers before its bytes exist (validators only from a declared version)."""
-        headers = self.headers.base(route, wants_gzip(route, request))
-        if resource.version is not None:
-            headers += self._validators(resource, route, request).headers()
-        return headers
 
     def _page_stream(
         self, section: Section, number: int, prefix: str, run_async: AsyncRunner
@@ -318,57 +209,6 @@ class Service:
         # A paged source's page reads up to the next page's first key (`Engine.page`).
         end = plan.starts[number] if section.paged and number < plan.pages else None
         return self.engine.page(section, start, run_async, prefix=prefix, window=plan.window, end=end)
-
-    def _grow(self, resource: Resource, request: Request, chunks: Iterator[bytes], flight: Flight) -> Growing:
-        """The render of a cold page that every client of it reads as it grows, stored once
-        complete (never when it failed, or every client left), its flight released at its end."""
-
-        def store(body: bytes, digest: Any, size: int) -> None:
-            if self.store is not None:
-                self.store.set(resource.key, self._document(resource, request, body, digest, size))
-
-        def ended(growing: Growing) -> None:
-            with self._memory_lock:
-                if self._growing.get(resource.key) is growing:
-                    del self._growing[resource.key]
-
-        recording = Recording(chunks, self.compression.writer(), store=store, flight=flight)
-        growing = Growing(resource.key, recording, ended)
-        with self._memory_lock:
-            self._growing[resource.key] = growing
-        return growing
-
-    def _document(
-        self, resource: Resource, request: Request, body: bytes, digest: Any, size: int
-    ) -> Document:
-        if resource.version is not None:
-            etag = version_etag(resource)
-            last_modified = resource.version.time or self._first_produced(resource.stable, etag, request)
-        else:
-            etag = digest.hexdigest()[:32]
-            last_modified = self._first_produced(resource.stable, etag, request)
-        return Document(body, etag, last_modified, size)
-
-    def _first_produced(self, stable: str, etag: str, request: Request) -> int:
-        # RFC 9110 §8.8.2.1: Last-Modified is never later than the response's Date, which
-        # servers take when the request arrives (uvicorn: at its last tick, up to a second
-        # before): these bytes were read from data as of then anyway.
-        now = int(min(self._clock(), request.received or self._clock()) - 1)
-        with self._memory_lock:
-            seen = self._first_seen.get(stable)
-            if seen is not None and seen[0] == etag:
-                return seen[1]
-            self._first_seen[stable] = (etag, now)
-            return now
-
-    def _validators(self, resource: Resource, route: rules.Route, request: Request) -> Validators:
-        """Version-derived validators, known before rendering (declared versions only)."""
-        assert resource.version is not None
-        etag = version_etag(resource)
-        with self._memory_lock:
-            seen = self._first_seen.get(resource.stable)
-        last_modified = resource.version.time or (seen[1] if seen and seen[0] == etag else None)
-        return representation(Validators(f'"{etag}"', last_modified), wants_gzip(route, request))
 
     # -- the HTML overview -------------------------------------------------------------------
 
