@@ -13,8 +13,11 @@ import zlib
 
 import pytest
 
-from sitemap_middleware.caching.growing import Growing, SyncReader
+from sitemap_middleware.caching.growing import MOST, Growing, Reader, SyncReader
 from sitemap_middleware.errors import ProviderError
+from sitemap_middleware.web.compress import Gzip
+
+GZIP = Gzip.named("zlib")
 
 
 class Chunks:
@@ -24,6 +27,8 @@ class Chunks:
         self.count, self.fail_at, self.hold = count, fail_at, hold
         self.made = 0
         self.compressor = zlib.compressobj(wbits=31)
+        self.pieces: list[bytes] = []
+        self.trailer = b""
         self.closed: list[bool] = []
         self.holding = threading.Event()
         self.release = threading.Event()
@@ -38,10 +43,16 @@ class Chunks:
             return None
         chunk = f"<chunk {self.made}/>".encode() * 50
         self.made += 1
-        return chunk, self.compressor.compress(chunk) + self.compressor.flush(zlib.Z_SYNC_FLUSH)
+        piece = self.compressor.compress(chunk) + self.compressor.flush(zlib.Z_SYNC_FLUSH)
+        self.pieces.append(piece)
+        return chunk, piece
 
     def tail(self) -> bytes:
-        return self.compressor.flush(zlib.Z_FINISH)
+        self.trailer = self.compressor.flush(zlib.Z_FINISH)
+        return self.trailer
+
+    def body(self) -> bytes:
+        return b"".join(self.pieces) + self.trailer
 
     def close(self, completed: bool) -> None:
         self.closed.append(completed)
@@ -51,34 +62,59 @@ def identity_of(count: int) -> bytes:
     return b"".join(f"<chunk {n}/>".encode() * 50 for n in range(count))
 
 
+def read_all(reader: Reader) -> bytes:
+    parts = []
+    while (data := reader.take()) is not None:
+        assert data, "nothing left to wait for in a complete document"
+        assert len(data) <= MOST
+        parts.append(data)
+    return b"".join(parts)
+
+
 def test_readers_of_either_representation_read_the_whole_document_at_their_own_pace() -> None:
     production = Chunks(5)
     ended = []
-    growing = Growing("page|p|1", production, ended.append)
+    growing = Growing("page|p|1", production, ended.append, GZIP.inflate)
     early, gzipped = growing.reader(gzip=False), growing.reader(gzip=True)
     growing.step()
-    assert early.take() == (identity_of(1), False)
+    assert early.take() == identity_of(1)
+    assert early.take() == b""  # nothing new yet
     late = growing.join(gzip=False)  # joins after the first chunk: reads from the start all the same
-    assert late is not None
+    behind = growing.join(gzip=False)
+    assert late is not None and behind is not None
+    assert behind.take() == identity_of(1)  # it is behind when the render completes
     while growing.step():
         pass
-    assert early.take() == (identity_of(5)[len(identity_of(1)) :], False)
-    assert early.take() == (b"", True)
-    assert late.take() == (identity_of(5), False)
-    body, _ = gzipped.take()
-    assert zlib.decompress(body, wbits=31) == identity_of(5)
+    assert read_all(early) == identity_of(5)[len(identity_of(1)) :]
+    assert read_all(late) == identity_of(5)
+    assert identity_of(1) + read_all(behind) == identity_of(5)  # from the stored body, skipping what it had
+    assert zlib.decompress(read_all(gzipped), wbits=31) == identity_of(5)
     assert production.closed == [True] and ended == [growing]
     assert growing.join(gzip=True) is None  # over: the store answers from now on
 
 
+def test_a_reader_is_handed_a_long_document_a_piece_at_a_time() -> None:
+    production = Chunks(4000)  # ~3.7 MB identity
+    growing = Growing("page|p|1", production, lambda _: None, GZIP.inflate)
+    during, after = growing.reader(gzip=False), growing.reader(gzip=False)
+    for _ in range(2000):
+        growing.step()
+    first = during.take()
+    assert first is not None and 0 < len(first) <= MOST
+    while growing.step():
+        pass
+    assert first + read_all(during) == identity_of(4000)
+    assert read_all(after) == identity_of(4000)
+
+
 def test_an_error_reaches_each_reader_after_what_came_before_it() -> None:
     production = Chunks(5, fail_at=2)
-    growing = Growing("page|p|1", production, lambda _: None)
+    growing = Growing("page|p|1", production, lambda _: None, GZIP.inflate)
     reader = growing.reader(gzip=False)
     growing.step(), growing.step()
     with pytest.raises(ProviderError):
         growing.step()
-    assert reader.take() == (identity_of(2), False)
+    assert reader.take() == identity_of(2)
     with pytest.raises(ProviderError, match="went away"):
         reader.take()
     assert production.closed == [False]
@@ -86,7 +122,7 @@ def test_an_error_reaches_each_reader_after_what_came_before_it() -> None:
 
 def test_the_render_stops_when_its_last_reader_leaves() -> None:
     production = Chunks(5)
-    growing = Growing("page|p|1", production, lambda _: None)
+    growing = Growing("page|p|1", production, lambda _: None, GZIP.inflate)
     first, second = growing.reader(gzip=True), growing.reader(gzip=False)
     growing.step()
     first.close()
@@ -98,7 +134,7 @@ def test_the_render_stops_when_its_last_reader_leaves() -> None:
 
 def test_a_render_cut_while_a_step_runs_is_closed_by_that_step_when_it_returns() -> None:
     production = Chunks(5, hold=1)
-    growing = Growing("page|p|1", production, lambda _: None)
+    growing = Growing("page|p|1", production, lambda _: None, GZIP.inflate)
     reader = growing.reader(gzip=False)
     growing.step()
     stuck = threading.Thread(target=growing.step)
@@ -106,7 +142,7 @@ def test_a_render_cut_while_a_step_runs_is_closed_by_that_step_when_it_returns()
     assert production.holding.wait(10)
     growing.fail(ProviderError.stalled(1.0))  # the deadline gave up on that thread
     assert production.closed == []  # never closed under a step that still runs
-    assert reader.take() == (identity_of(1), False)
+    assert reader.take() == identity_of(1)
     with pytest.raises(ProviderError, match="produced nothing"):
         reader.take()
     production.release.set()
@@ -116,7 +152,7 @@ def test_a_render_cut_while_a_step_runs_is_closed_by_that_step_when_it_returns()
 
 def test_a_sync_reader_makes_the_bytes_it_needs_when_no_other_thread_does() -> None:
     production = Chunks(3)
-    growing = Growing("page|p|1", production, lambda _: None)
+    growing = Growing("page|p|1", production, lambda _: None, GZIP.inflate)
     body = SyncReader(growing.reader(gzip=False), lambda step: step(), stall_after=5.0)
     assert b"".join(body) == identity_of(3)
     body.close()
@@ -125,7 +161,7 @@ def test_a_sync_reader_makes_the_bytes_it_needs_when_no_other_thread_does() -> N
 
 def test_a_sync_reader_whose_client_leaves_first_ends_a_render_nobody_reads() -> None:
     production = Chunks(3)
-    growing = Growing("page|p|1", production, lambda _: None)
+    growing = Growing("page|p|1", production, lambda _: None, GZIP.inflate)
     body = SyncReader(growing.reader(gzip=False), lambda step: step(), stall_after=5.0)
     assert next(body) == identity_of(1)
     body.close()

@@ -6,7 +6,7 @@ the render itself: a client that stops reading holds its socket and nothing else
 clients that ask while it renders get its first bytes at once and finish when it does
 (nginx's proxy buffering, with the stored document as the buffer)::
 
-    growing = Growing(key, production)          # production: what makes the next parts
+    growing = Growing(key, production, on_end, inflate)   # production: what makes the parts
     reader = growing.reader(gzip=True)          # one per client: a position, nothing more
     growing.step()                              # the producer: one chunk more (any thread)
     reader.take()                               # what was made since this reader's last take
@@ -24,14 +24,22 @@ document, whatever the number of readers.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
+import anyio
+
 from ..errors import ProviderError
 
-__all__ = ["Growing", "Production", "Reader", "SyncReader"]
+__all__ = ["MOST", "Growing", "Production", "Reader", "SyncReader"]
+
+# The most bytes one take hands a client: a reader who is behind is sent the document a
+# piece at a time (a server buffers what it is given whole, at a slow client's expense).
+MOST = 256 * 1024
 
 
 class Production(Protocol):
@@ -46,6 +54,10 @@ class Production(Protocol):
         """The gzip trailer, known once `next_parts` returned ``None``."""
         ...
 
+    def body(self) -> bytes:
+        """The whole gzip document, as stored, once `next_parts` returned ``None``."""
+        ...
+
     def close(self, completed: bool) -> None:
         """Release what the production holds (the provider's iterator, its flight); once."""
         ...
@@ -54,11 +66,20 @@ class Production(Protocol):
 class Growing:
     """One document being rendered, and the readers reading it."""
 
-    def __init__(self, key: str, production: Production, on_end: Callable[[Growing], None]) -> None:
+    def __init__(
+        self,
+        key: str,
+        production: Production,
+        on_end: Callable[[Growing], None],
+        inflate: Callable[[bytes], Iterator[bytes]],
+    ) -> None:
         self.key = key
         self._production = production
         self._on_end = on_end
+        self._inflate = inflate  # a complete gzip body's identity bytes, piece by piece
         self._changed = threading.Condition()
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._complete: bytes | None = None  # the stored gzip body, once complete
         self._stepping = threading.Lock()  # one step at a time, on whatever thread
         self._identity: list[bytes] = []
         self._gzip: list[bytes] = []
@@ -112,7 +133,7 @@ class Growing:
                     self._gzip.append(parts[1])
                     self.made += len(parts[0])
                     self.last_growth = time.monotonic()
-                    self._changed.notify_all()
+                    self._notify()
             if cut:
                 self._close_production(False)
             return not cut
@@ -135,7 +156,7 @@ class Growing:
                 return
             self._ended = True
             self._error = error
-            self._changed.notify_all()
+            self._notify()
         try:
             if self._stepping.acquire(blocking=False):  # no step running: close it here
                 try:
@@ -150,9 +171,11 @@ class Growing:
         with self._changed:
             self._ended = True
             if tail is not None:
-                self._gzip.append(tail)
+                # Complete: readers go on in the stored body, and the parts go (`Reader.rest`).
+                self._complete = self._production.body()
+                self._gzip, self._identity = [], []
             self._error = error
-            self._changed.notify_all()
+            self._notify()
         try:
             self._close_production(tail is not None)
         finally:
@@ -186,54 +209,135 @@ class Growing:
             self._readers += 1
         return Reader(self, gzip)
 
-    def _take(self, gzip: bool, position: int) -> tuple[bytes, int, bool]:
-        """What lies past ``position``, the new position, and whether nothing more will come."""
-        parts = self._gzip if gzip else self._identity
+    def _take(self, reader: Reader) -> bytes | None:
+        """At most `MOST` bytes past ``reader``'s position (``b""``: none yet), ``None`` once it
+        has them all; raises what ended the render, once what came before is taken."""
+        parts = self._gzip if reader.gzip else self._identity
         with self._changed:
+            complete = self._complete
             end = len(parts)
-            ended = self._ended
             error = self._error
-        if end > position:
-            return b"".join(parts[position:end]), end, False
-        if ended and error is not None:
-            raise error
-        return b"", position, ended
+            ended = self._ended
+        if complete is None:
+            if reader.index < end:
+                taken: list[bytes] = []
+                size, index = 0, reader.index
+                while index < end and (not taken or size + len(parts[index]) <= MOST):
+                    taken.append(parts[index])
+                    size += len(parts[index])
+                    index += 1
+                reader.index, reader.offset = index, reader.offset + size
+                return b"".join(taken)
+            if error is not None:
+                raise error
+            return None if ended else b""
+        return reader.rest(complete, self._inflate)
 
-    def _wait(self, position: int, gzip: bool, timeout: float) -> None:
-        parts = self._gzip if gzip else self._identity
+    def _wait(self, reader: Reader, timeout: float) -> None:
+        parts = self._gzip if reader.gzip else self._identity
         with self._changed:
-            if len(parts) <= position and not self._ended:
+            if self._complete is None and len(parts) <= reader.index and not self._ended:
                 self._changed.wait(timeout)
+
+    async def _wait_async(self, reader: Reader, timeout: float) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # pragma: no cover - another async library: look again soon
+            await anyio.sleep(min(timeout, 0.01))
+            return
+        woken = loop.create_future()
+        parts = self._gzip if reader.gzip else self._identity
+        with self._changed:
+            if self._complete is not None or len(parts) > reader.index or self._ended:
+                return
+            self._waiters.append((loop, woken))
+        try:
+            with anyio.move_on_after(timeout):
+                await woken
+        finally:
+            with self._changed:
+                if (loop, woken) in self._waiters:
+                    self._waiters.remove((loop, woken))
+
+    def _notify(self) -> None:
+        """Wake every reader waiting (under the lock): threads, and tasks on their loops."""
+        self._changed.notify_all()
+        waiters, self._waiters = self._waiters, []
+        for loop, woken in waiters:
+            with contextlib.suppress(RuntimeError):  # its loop has closed: nobody waits there
+                loop.call_soon_threadsafe(_wake, woken)
 
     def _left(self) -> None:
         with self._changed:
             self._readers -= 1
 
 
-class Reader:
-    """One client's position in a growing document: what it has not yet been sent."""
+def _wake(woken: asyncio.Future[None]) -> None:
+    if not woken.done():
+        woken.set_result(None)
 
-    __slots__ = ("_closed", "_gzip", "_position", "growing")
+
+class Reader:
+    """One client's position in a growing document: what it has not yet been sent.
+
+    While the document renders, a position in its parts; once it is complete, in the
+    stored gzip body: a gzip reader slices it, an identity reader inflates it afresh,
+    piece by piece, from the start (what it was sent already is skipped), so a reader
+    who is behind holds no bytes of its own.
+    """
+
+    __slots__ = ("_closed", "_inflating", "_pending", "growing", "gzip", "index", "offset")
 
     def __init__(self, growing: Growing, gzip: bool) -> None:
         self.growing = growing
-        self._gzip = gzip
-        self._position = 0
+        self.gzip = gzip
+        self.index = 0  # parts taken, while the document renders
+        self.offset = 0  # bytes taken, in this reader's representation
+        self._inflating: Iterator[bytes] | None = None
+        self._pending = b""
         self._closed = False
 
-    def take(self) -> tuple[bytes, bool]:
-        """The bytes made since the last take (``b""``: none yet) and whether the document is
-        complete with them; raises what ended the render, once what came before is taken."""
-        data, self._position, ended = self.growing._take(self._gzip, self._position)
-        return data, ended
+    def take(self) -> bytes | None:
+        """At most `MOST` bytes made since the last take (``b""``: none yet), or ``None``
+        once this reader has the whole document; raises what ended the render, once
+        what came before it is taken."""
+        return self.growing._take(self)
 
     def wait(self, timeout: float) -> None:
         """Block until the document grew past this reader, ended, or ``timeout`` passed."""
-        self.growing._wait(self._position, self._gzip, timeout)
+        self.growing._wait(self, timeout)
+
+    async def wait_async(self, timeout: float) -> None:
+        """`wait` on an event loop: woken by the render itself, whatever thread it runs on."""
+        await self.growing._wait_async(self, timeout)
+
+    def rest(self, complete: bytes, inflate: Callable[[bytes], Iterator[bytes]]) -> bytes | None:
+        """The next bytes past `offset` of the complete document (``None``: no more)."""
+        if self.gzip:
+            data = complete[self.offset : self.offset + MOST]
+            self.offset += len(data)
+            return data or None
+        if self._inflating is None:
+            self._inflating = inflate(complete)
+            skip = self.offset
+            while skip:
+                piece = next(self._inflating, b"")
+                if not piece:
+                    return None
+                if len(piece) > skip:
+                    self._pending = piece[skip:]
+                    break
+                skip -= len(piece)
+        data = self._pending or next(self._inflating, b"")
+        self._pending = data[MOST:]
+        data = data[:MOST]
+        self.offset += len(data)
+        return data or None
 
     def close(self) -> None:
         if not self._closed:
             self._closed = True
+            self._inflating = None
             self.growing._left()
 
 
@@ -259,11 +363,11 @@ class SyncReader:
         reader = self._reader
         growing = reader.growing
         while True:
-            data, ended = reader.take()
+            data = reader.take()
+            if data is None:
+                raise StopIteration
             if data:
                 return data
-            if ended:
-                raise StopIteration
             try:
                 # Another thread making the bytes: wait for them rather than take a helper.
                 stepped = not growing.stepping and self._step(partial_step(growing))

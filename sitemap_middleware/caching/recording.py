@@ -45,7 +45,7 @@ class Recording:
         self._digest = hashlib.sha256()
         self._parts: list[bytes] = []
         self._size = 0
-        self._tail = b""
+        self._tail = self._body = b""
         self._closed = False
 
     def next_parts(self) -> tuple[bytes, bytes] | None:
@@ -54,7 +54,8 @@ class Recording:
         if chunk is None:
             self._tail = self._writer.finish()
             self._parts.append(self._tail)
-            self._store(b"".join(self._parts), self._digest, self._size)
+            self._body = b"".join(self._parts)
+            self._store(self._body, self._digest, self._size)
             return None
         self._digest.update(chunk)
         self._size += len(chunk)
@@ -65,6 +66,9 @@ class Recording:
 
     def tail(self) -> bytes:
         return self._tail
+
+    def body(self) -> bytes:
+        return self._body
 
     def close(self, completed: bool) -> None:
         if self._closed:

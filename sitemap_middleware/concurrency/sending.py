@@ -32,9 +32,8 @@ _DONE = object()
 # A hop's most bytes (a 50,000-URL page is about 50 chunks of 160 KB) and time.
 HOP_BYTES = 256 * 1024
 HOP_SECONDS = 0.01
-# How long a reader of a growing document sleeps between looks: doubling up to the most.
-_POLL_FIRST = 0.001
-_POLL_MOST = 0.02
+# A reader of a growing document looks again at least this often, woken or not.
+_WAKE_AT_LEAST = 1.0
 
 
 async def stream_body(
@@ -117,29 +116,24 @@ async def send_growing(
 ) -> None:
     """Send a growing document (`caching.growing`) to one client, at that client's pace.
 
-    The reader holds a position in the document, never the render: waiting costs a
-    poll on the loop, and a client that takes no chunk for ``send_timeout`` s loses its
-    response (`TimeoutError`) and nothing else. Raises what ended the render, once what
-    came before it was sent; returns early, without the final message, when the client
-    went away.
+    The reader holds a position in the document, never the render: it waits to be woken
+    by the render, and is sent a piece at a time (`growing.MOST`), so a slow client holds
+    no more than that in the server's buffers; one that takes no chunk for
+    ``send_timeout`` s loses its response (`TimeoutError`) and nothing else. Raises what
+    ended the render, once what came before it was sent; returns early, without the final
+    message, when the client went away.
     """
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(_cancel_on_disconnect, receive, group.cancel_scope)
-            delay = _POLL_FIRST
-            while True:
-                data, ended = reader.take()
-                if data:
-                    with anyio.move_on_after(send_timeout) as sending:
-                        await send({"type": "http.response.body", "body": data, "more_body": True})
-                    if sending.cancelled_caught:
-                        raise TimeoutError(f"the client took no chunk for {send_timeout} s: aborted")
-                    delay = _POLL_FIRST
-                elif ended:
-                    break
-                else:
-                    await anyio.sleep(delay)
-                    delay = min(delay * 2, _POLL_MOST)
+            while (data := reader.take()) is not None:
+                if not data:
+                    await reader.wait_async(_WAKE_AT_LEAST)
+                    continue
+                with anyio.move_on_after(send_timeout) as sending:
+                    await send({"type": "http.response.body", "body": data, "more_body": True})
+                if sending.cancelled_caught:
+                    raise TimeoutError(f"the client took no chunk for {send_timeout} s: aborted")
             await send({"type": "http.response.body", "body": b""})
             group.cancel_scope.cancel()
     except BaseExceptionGroup as errors:
