@@ -39,7 +39,9 @@ name), or the mapped object when the statement selects one ORM entity
 whose methods are coroutines run on the app's event loop: it is for async apps (under
 WSGI every request gets an event loop of its own, and a driver such as asyncpg ties a
 pooled connection to the loop that opened it; give such an engine ``poolclass=NullPool``
-there, or pass a sync ``Engine``). Every read runs in a session of its own, closed (its
+there, or pass a sync ``Engine``). Only it loads ``sqlalchemy.ext.asyncio``, which needs
+greenlet (SQLAlchemy 2.1 no longer installs it): a sync keyset works without either.
+Every read runs in a session of its own, closed (its
 connection back in the pool) on every way out, a client gone mid-page included.
 
 Keys: int, str and float keys are stored as they are; a key column of type ``Uuid``,
@@ -50,6 +52,7 @@ are refused when the section is registered.
 
 from __future__ import annotations
 
+import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import date, datetime
@@ -58,7 +61,6 @@ from typing import TYPE_CHECKING, Any, overload
 
 from sqlalchemy import Select, Table, UniqueConstraint, func, inspect, select
 from sqlalchemy.engine import Engine
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 from sqlalchemy.orm import sessionmaker
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -68,7 +70,12 @@ from sitemap_middleware.sources import Key, PageStart
 
 __all__ = ["AsyncKeyset", "Keyset", "keyset"]
 
-if TYPE_CHECKING:  # written for 2.1's variadic Select; 2.0's takes one tuple type
+if TYPE_CHECKING:
+    # Only for async engines, at run time (`_async_binds`): it needs greenlet, which
+    # SQLAlchemy 2.1 no longer installs, and a sync keyset must import without it.
+    from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
+
+    # Written for 2.1's variadic Select; 2.0's takes one tuple type.
     Statement = Select[*tuple[Any, ...]]
 Entry = Callable[[Any], object]
 
@@ -240,6 +247,8 @@ class AsyncKeyset(_Keyset):
         entry: Entry,
         lastmod: Any | None = None,
     ) -> None:
+        from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
+
         super().__init__(statement, key, entry, lastmod)
         self._sessions = async_sessionmaker(bind) if isinstance(bind, AsyncEngine) else bind
 
@@ -316,14 +325,26 @@ def keyset(
       ``<lastmod>`` in the index; without it the index lists no lastmod. Index that
       column (``index=True``, in the database too) to plan 10M rows in 0.2 s rather than 2.5.
     """
-    if isinstance(bind, AsyncEngine | async_sessionmaker):
-        return AsyncKeyset(bind, statement, key=key, entry=entry, lastmod=lastmod)
     if isinstance(bind, Engine | sessionmaker):
         return Keyset(bind, statement, key=key, entry=entry, lastmod=lastmod)
+    async_binds = _async_binds()
+    if async_binds is not None and isinstance(bind, async_binds):
+        return AsyncKeyset(bind, statement, key=key, entry=entry, lastmod=lastmod)
     raise ConfigurationError(
         "keyset's bind must be an Engine, AsyncEngine, sessionmaker or async_sessionmaker, "
         f"not {type(bind).__name__}"
     )
+
+
+def _async_binds() -> tuple[type, ...] | None:
+    """``(AsyncEngine, async_sessionmaker)``, or ``None`` when no async bind can exist.
+
+    Either one is made by code that imported ``sqlalchemy.ext.asyncio``, so a bind can be
+    async only once that module is loaded: asking ``sys.modules`` never imports it (nor
+    greenlet, which it needs).
+    """
+    module = sys.modules.get("sqlalchemy.ext.asyncio")
+    return None if module is None else (module.AsyncEngine, module.async_sessionmaker)
 
 
 def _column(value: object, what: str) -> ColumnElement[Any]:

@@ -6,6 +6,8 @@ PostgreSQL runs the same source in tests/test_sqlalchemy_postgres.py.
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
@@ -409,3 +411,45 @@ def test_the_module_does_not_shadow_the_sqlalchemy_package():
 
     assert sqlalchemy.__name__ == "sqlalchemy" and hasattr(sqlalchemy, "create_engine")
     assert ours.__name__ == "sitemap_middleware.sqlalchemy"
+
+
+# SQLAlchemy 2.1 no longer installs greenlet, without which sqlalchemy.ext.asyncio cannot be
+# imported: a sync keyset must work without it (None in sys.modules makes an import fail).
+WITHOUT_GREENLET = """
+import sys
+sys.modules["greenlet"] = None
+from sqlalchemy import Column, Integer, MetaData, Table, create_engine, insert, select
+from werkzeug.test import Client
+from sitemap_middleware import Sitemaps
+from sitemap_middleware.sqlalchemy import keyset
+
+item = Table("item", MetaData(), Column("id", Integer, primary_key=True))
+engine = create_engine("sqlite://")
+item.metadata.create_all(engine)
+with engine.begin() as connection:
+    connection.execute(insert(item), [{"id": n} for n in range(3)])
+sitemaps = Sitemaps(base_url="https://shop.example")
+sitemaps.add_provider("items", keyset(engine, select(item), key=item.c.id, entry=lambda row: f"/i/{row.id}"))
+response = Client(sitemaps.wsgi(lambda environ, start_response: [])).get("/sitemap-items-1.xml")
+try:
+    import sqlalchemy.ext.asyncio
+except ImportError:
+    print("no asyncio", file=sys.stderr)
+sys.stdout.write(f"{response.status_code}\\n{response.get_data(as_text=True)}")
+"""
+
+
+def test_a_sync_keyset_needs_no_greenlet():
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-c", WITHOUT_GREENLET],
+        cwd=Path(__file__).parent.parent,  # this checkout's package
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip() == "no asyncio"  # the environment is SQLAlchemy 2.1's without greenlet
+    status, body = done.stdout.split("\n", 1)
+    assert status == "200"
+    assert locs(validate(body.encode())) == [f"{BASE}/i/{n}" for n in range(3)]
