@@ -47,7 +47,9 @@ connection back in the pool) on every way out, a client gone mid-page included.
 Keys: int, str and float keys are stored as they are; a key column of type ``Uuid``,
 ``DateTime``, ``Date`` or ``Numeric`` is stored as its string (a plan is stored as JSON in
 any cache store) and converted back, exactly, before it is compared. Other key types
-are refused when the section is registered.
+are refused when the section is registered. Rows whose key is NULL have no place in a
+range and are left out (unless the column is declared NOT NULL, every read says
+``key IS NOT NULL``).
 """
 
 from __future__ import annotations
@@ -102,7 +104,8 @@ class _Keyset:
             raise ConfigurationError("keyset's statement must not have a LIMIT or OFFSET: pages are its own")
         if not callable(entry):
             raise ConfigurationError(f"keyset's entry must be callable, not {type(entry).__name__}")
-        key_type = _column(key, "key").type
+        key_column = _column(key, "key")
+        key_type = key_column.type
         self._encode, self._decode = _codec(key_type.python_type, key_type)
         # Newest first over the lastmod's index (`sitemap_middleware.newest`): only where the
         # table declares one, and for integer keys, whose order Python shares.
@@ -110,6 +113,10 @@ class _Keyset:
             lastmod is not None and key_type.python_type is int and _indexed(_column(lastmod, "lastmod"))
         )
         self._statement = statement.order_by(None)
+        if getattr(key_column, "nullable", True):
+            # A row whose key is NULL has no place in any range (and SQLite sorts NULL first,
+            # where the plan would take it for the first key): left out of every read.
+            self._statement = self._statement.where(key.is_not(None))
         self._key = key
         self._lastmod = lastmod
         self._entry = entry
@@ -318,7 +325,8 @@ def keyset(
     - ``statement``: a ``select()``; its ORDER BY is replaced by the key's, and a LIMIT or
       OFFSET is refused (pages are cut by the key).
     - ``key``: a column (or mapped attribute) of the statement whose values are unique and
-      ordered: a page is the rows from its first key on, in key order.
+      ordered: a page is the rows from its first key on, in key order. Rows whose key
+      is NULL are left out.
     - ``entry``: turns one row (or the mapped object of a one-entity statement) into an
       entry: a `Url`, a loc string or a mapping.
     - ``lastmod``: a column (or expression) whose newest value on a page is that page's

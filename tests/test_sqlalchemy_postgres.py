@@ -33,6 +33,7 @@ from .test_sqlalchemy import (
     big_page_source,
     catalogue_rows,
     check_served,
+    check_null_keys_left_out,
     checked_out,
     expected_pages,
     product,
@@ -124,6 +125,11 @@ def test_the_plan_on_postgres_seeks_each_page_start_by_key_and_offsets_only_with
     [offset] = re.findall(r"LIMIT %\((\w+)\)s(?:::INTEGER)? OFFSET %\((\w+)\)s", flat)  # the step
     assert (parameters[offset[0]], parameters[offset[1]]) == (1, PAGE)
     assert flat.count("OFFSET") == 1 and flat.count("product.id >= sitemap_pages.first") == 2
+
+
+@pytest.mark.parametrize("lastmod", [False, True], ids=["no-lastmod", "indexed-lastmod"])
+def test_rows_whose_key_is_null_are_left_out_where_nulls_sort_last(make_client, engine, lastmod):
+    check_null_keys_left_out(make_client, engine, lastmod)
 
 
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
