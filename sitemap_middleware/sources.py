@@ -40,6 +40,8 @@ from collections.abc import AsyncIterable, Awaitable, Iterable
 from datetime import date, datetime
 from typing import NamedTuple, Protocol, runtime_checkable
 
+from .errors import ProviderError
+
 __all__ = ["Key", "PageStart", "PagedSource"]
 
 Key = int | str | float
@@ -67,3 +69,12 @@ class PagedSource(Protocol):
         """At most ``limit`` entries from key ``first`` on, in key order (and before key
         ``end``, when the method takes that keyword: see the module)."""
         ...
+
+
+def key_not_unique(key: object, rows: int, page_size: int) -> ProviderError:
+    """What a keyset's plan reports when more rows share one key than a page holds: its
+    seek from that key to the next page's could never move past it."""
+    return ProviderError(
+        f"key {key!r} is not unique: {rows:,} rows share it, more than a page of {page_size:,} "
+        "holds, so pages cannot be ranges of it (a join that repeats rows? select each row once)"
+    )

@@ -61,14 +61,14 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, overload
 
-from sqlalchemy import Select, Table, UniqueConstraint, func, inspect, select
+from sqlalchemy import Select, Table, UniqueConstraint, and_, func, inspect, literal_column, or_, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import sessionmaker
 from sqlalchemy.sql.elements import ColumnElement
 
 from sitemap_middleware.errors import ConfigurationError
 from sitemap_middleware.newest import WALK_BATCH, NewestFirst, walk_limit
-from sitemap_middleware.sources import Key, PageStart
+from sitemap_middleware.sources import Key, PageStart, key_not_unique
 
 __all__ = ["AsyncKeyset", "Keyset", "keyset"]
 
@@ -105,6 +105,11 @@ class _Keyset:
         if not callable(entry):
             raise ConfigurationError(f"keyset's entry must be callable, not {type(entry).__name__}")
         key_column = _column(key, "key")
+        if _declared_unique(key_column) is False:
+            raise ConfigurationError(
+                f"keyset's key {key_column} is not unique (no primary key, unique constraint or "
+                "unique index is on that column alone): pages are ranges of a key, so it must be one"
+            )
         key_type = key_column.type
         self._encode, self._decode = _codec(key_type.python_type, key_type)
         # Newest first over the lastmod's index (`sitemap_middleware.newest`): only where the
@@ -134,23 +139,45 @@ class _Keyset:
         return statement.execution_options(yield_per=YIELD_PER)
 
     def _plan(self, page_size: int, *, newest: bool = True) -> Statement:
-        """Every page's first key and (with ``newest``) newest lastmod, in key order, in one statement.
+        """Every page's first key, whether its step was stuck, and (with ``newest``) its newest
+        lastmod, in key order, in one statement.
 
         A recursive CTE seeks from each page's first key to the next one ``page_size`` keys
         on (the key's index is read once, end to end); a page's lastmod is the MAX over
         its rows, read exactly as the page is. ``ROW_NUMBER() OVER (ORDER BY key)`` grouped
         by page does the same in one pass, but SQLite takes tens of seconds for it at 10M
         rows, against 0.3 s for these seeks (most of a plan's cost is the MAX).
+
+        Each row carries the key it stepped from: a step that did not move (more rows share
+        one key than a page holds: a key that is not unique, or a join that repeats rows)
+        would seek from the same key forever, so the recursion ends there and that last row
+        is ``stuck`` (`_stuck`).
         """
         key = self._key
         keys = self._statement.with_only_columns(key, maintain_column_froms=True).order_by(key).limit(1)
-        starts = select(keys.scalar_subquery().label("first")).cte("sitemap_pages", recursive=True)
+        head = select(keys.scalar_subquery().label("first")).subquery("sitemap_head")
+        page: ColumnElement[int] = literal_column("1")
+        # Page 1's "previous" is never compared: it is its own first key, for the column's type.
+        starts: Any = select(head.c.first, head.c.first.label("previous"), page.label("page"))
+        starts = starts.cte("sitemap_pages", recursive=True)
         following = keys.where(key >= starts.c.first).offset(page_size).scalar_subquery()
-        starts = starts.union_all(select(following).where(starts.c.first.is_not(None)))
-        columns: list[Any] = [starts.c.first]
+        moved = or_(starts.c.page == page, starts.c.first != starts.c.previous)
+        starts = starts.union_all(
+            select(following, starts.c.first, starts.c.page + page).where(starts.c.first.is_not(None), moved)
+        )
+        stuck = and_(starts.c.page > page, starts.c.first == starts.c.previous)
+        columns: list[Any] = [starts.c.first, stuck.label("stuck")]
         if newest and self._lastmod is not None:
-            columns.append(self._newest(starts.c.first, page_size, starts))
-        return select(*columns).where(starts.c.first.is_not(None))
+            columns.append(self._newest(starts.c.first, page_size, starts).label("newest"))
+        return select(*columns).where(starts.c.first.is_not(None)).order_by(starts.c.page)
+
+    def _stuck(self, rows: list[Any]) -> Any | None:
+        """The first key of the plan's stuck page (`_plan`), if it has one."""
+        return next((row.first for row in rows if row.stuck), None)
+
+    def _sharing(self, first: Any) -> Statement:
+        """How many of the statement's rows have key ``first``."""
+        return select(func.count()).select_from(self._statement.where(self._key == first).subquery())
 
     def _newest(self, first: Any, page_size: int, outer: Any = None) -> Any:
         """MAX(lastmod) over the ``page_size`` rows from key ``first``: a page's newest.
@@ -191,8 +218,8 @@ class _Keyset:
     def _walked(self, firsts: list[Any], walk: NewestFirst[Any]) -> list[PageStart]:
         return [PageStart(self._encode(first), walk.found.get(n)) for n, first in enumerate(firsts)]
 
-    def _starts(self, rows: Any) -> list[PageStart]:
-        return [PageStart(self._encode(row[0]), row[1] if len(row) > 1 else None) for row in rows]
+    def _starts(self, rows: list[Any]) -> list[PageStart]:
+        return [PageStart(self._encode(row.first), getattr(row, "newest", None)) for row in rows]
 
 
 class Keyset(_Keyset):
@@ -212,9 +239,13 @@ class Keyset(_Keyset):
 
     def pages(self, page_size: int) -> list[PageStart]:
         with self._sessions() as session:
+            rows = list(session.execute(self._plan(page_size, newest=not self._walks)))
+            stuck = self._stuck(rows)
+            if stuck is not None:
+                raise key_not_unique(stuck, session.scalar(self._sharing(stuck)) or 0, page_size)
             if not self._walks:
-                return self._starts(session.execute(self._plan(page_size)).all())
-            firsts = list(session.scalars(self._plan(page_size, newest=False)))
+                return self._starts(rows)
+            firsts = [row.first for row in rows]
             walk: NewestFirst[Any] = NewestFirst(firsts)
             if firsts:
                 result = session.execute(self._walk(len(firsts), page_size))
@@ -261,14 +292,18 @@ class AsyncKeyset(_Keyset):
 
     async def pages(self, page_size: int) -> list[PageStart]:
         async with self._sessions() as session:
+            rows = list(await session.execute(self._plan(page_size, newest=not self._walks)))
+            stuck = self._stuck(rows)
+            if stuck is not None:
+                raise key_not_unique(stuck, await session.scalar(self._sharing(stuck)) or 0, page_size)
             if not self._walks:
-                return self._starts((await session.execute(self._plan(page_size))).all())
-            firsts = list(await session.scalars(self._plan(page_size, newest=False)))
+                return self._starts(rows)
+            firsts = [row.first for row in rows]
             walk: NewestFirst[Any] = NewestFirst(firsts)
             if firsts:
                 result = await session.stream(self._walk(len(firsts), page_size))
                 try:
-                    while (rows := await result.fetchmany(WALK_BATCH)) and not walk.feed(rows):
+                    while (fetched := await result.fetchmany(WALK_BATCH)) and not walk.feed(fetched):
                         pass
                 finally:
                     await result.close()
@@ -360,6 +395,26 @@ def _column(value: object, what: str) -> ColumnElement[Any]:
     if not isinstance(element, ColumnElement):
         raise ConfigurationError(f"keyset's {what} must be a column or mapped attribute, not {value!r}")
     return element
+
+
+def _declared_unique(column: ColumnElement[Any]) -> bool | None:
+    """Whether ``column``'s table says its values are unique: a primary key, a unique
+    constraint or a unique index on that column alone (a partial index does not count).
+    ``None`` where the schema cannot tell: an expression, a column of a subquery or alias."""
+    table = getattr(column, "table", None)
+    if not isinstance(table, Table):
+        return None
+    name = getattr(column, "name", None)
+    if getattr(column, "unique", False) or [c.name for c in table.primary_key.columns] == [name]:
+        return True
+    for index in table.indexes:
+        partial = any(options.get("where") is not None for options in index.dialect_options.values())
+        if index.unique and not partial and [c.name for c in index.columns] == [name]:
+            return True
+    return any(
+        isinstance(constraint, UniqueConstraint) and [c.name for c in constraint.columns] == [name]
+        for constraint in table.constraints
+    )
 
 
 def _indexed(column: ColumnElement[Any]) -> bool:
