@@ -29,7 +29,8 @@ SQLite and PostgreSQL.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import date
+from contextlib import AbstractContextManager
+from datetime import date, tzinfo
 from typing import Any
 
 from django.core.exceptions import FieldDoesNotExist
@@ -38,6 +39,8 @@ from django.db.models import F, Field, IntegerField, Model, QuerySet
 from django.db.models.expressions import RawSQL
 from django.db.models.query import ModelIterable
 
+from sitemap_middleware.concurrency.deadlines import cancel_on_abandon
+from sitemap_middleware.dbapi import canceller
 from sitemap_middleware.django_time import aware, local_zone
 from sitemap_middleware.errors import ConfigurationError
 from sitemap_middleware.newest import WALK_BATCH, NewestFirst, walk_limit
@@ -104,23 +107,28 @@ class KeyRanges:
         walks = self.walks
         zone = local_zone()
         try:
-            found = self._execute(*self._seek(rows, newest=not walks))
-            stuck = next((key for key, stuck, _ in found if stuck), None)
-            if stuck is not None:
-                key = _from_db(stuck, self.key, alias)
-                raise key_not_unique(key, self.queryset.filter(**{self.key.attname: key}).count(), rows)
-            if not walks:
-                return [PageStart(self._key(key), aware(self._lastmod(v), zone)) for key, _, v in found]
-            walk: NewestFirst[Any] = NewestFirst([key for key, _, _ in found])
-            if found:
-                self._walk(walk, rows)
-            for batch in walk.missing():
-                newest = [self._newest(walk.starts[page], rows) for page in batch]
-                query = "SELECT " + ", ".join(sql for sql, _ in newest)
-                [values] = self._execute(query, tuple(p for _, params in newest for p in params))
-                walk.found.update(zip(batch, map(self._lastmod, values), strict=True))
+            with _cancellable(alias):  # on the database, if its thread is abandoned past its deadline
+                return self._planned(rows, walks, zone)
         finally:
             done_with(alias)
+
+    def _planned(self, rows: int, walks: bool, zone: tzinfo | None) -> list[PageStart]:
+        alias = self.queryset.db
+        found = self._execute(*self._seek(rows, newest=not walks))
+        stuck = next((key for key, stuck, _ in found if stuck), None)
+        if stuck is not None:
+            key = _from_db(stuck, self.key, alias)
+            raise key_not_unique(key, self.queryset.filter(**{self.key.attname: key}).count(), rows)
+        if not walks:
+            return [PageStart(self._key(key), aware(self._lastmod(v), zone)) for key, _, v in found]
+        walk: NewestFirst[Any] = NewestFirst([key for key, _, _ in found])
+        if found:
+            self._walk(walk, rows)
+        for batch in walk.missing():
+            newest = [self._newest(walk.starts[page], rows) for page in batch]
+            query = "SELECT " + ", ".join(sql for sql, _ in newest)
+            [values] = self._execute(query, tuple(p for _, params in newest for p in params))
+            walk.found.update(zip(batch, map(self._lastmod, values), strict=True))
         return [
             PageStart(self._key(key), aware(walk.found.get(n), zone)) for n, key in enumerate(walk.starts)
         ]
@@ -214,7 +222,8 @@ class KeyRanges:
         while limit is None or limit > 0:
             size = self.chunk_size if limit is None else min(self.chunk_size, limit)
             try:
-                chunk = list(after[:size])
+                with _cancellable(self.queryset.db):
+                    chunk = list(after[:size])
             finally:
                 done_with(self.queryset.db)
             yield from chunk
@@ -223,6 +232,14 @@ class KeyRanges:
             if limit is not None:
                 limit -= size
             after = queryset.filter(**{f"{attname}__gt": getattr(chunk[-1], attname)})
+
+
+def _cancellable(alias: str) -> AbstractContextManager[None]:
+    """The block's statements on ``alias`` are cancelled on the database if the thread
+    running them is abandoned past its deadline (`sitemap_middleware.dbapi`)."""
+    connection = connections[alias]
+    connection.ensure_connection()  # what the block's first query would do
+    return cancel_on_abandon(canceller(connection.connection))
 
 
 def _indexed(model: type[Model], field: Field[Any, Any]) -> bool:

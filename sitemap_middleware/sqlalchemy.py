@@ -56,26 +56,31 @@ from __future__ import annotations
 
 import sys
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
 from datetime import date, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, overload
 
+import anyio
 from sqlalchemy import Select, Table, UniqueConstraint, and_, func, inspect, literal_column, or_, select
 from sqlalchemy.engine import Engine
-from sqlalchemy.orm import sessionmaker
+from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.sql.elements import ColumnElement
 
+from sitemap_middleware.concurrency.deadlines import cancel_on_abandon
+from sitemap_middleware.dbapi import canceller
 from sitemap_middleware.errors import ConfigurationError
 from sitemap_middleware.newest import WALK_BATCH, NewestFirst, walk_limit
 from sitemap_middleware.sources import Key, PageStart, key_not_unique
+from sitemap_middleware.stats import logger
 
 __all__ = ["AsyncKeyset", "Keyset", "keyset"]
 
 if TYPE_CHECKING:
     # Only for async engines, at run time (`_async_binds`): it needs greenlet, which
     # SQLAlchemy 2.1 no longer installs, and a sync keyset must import without it.
-    from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
+    from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
     # Written for 2.1's variadic Select; 2.0's takes one tuple type.
     Statement = Select[*tuple[Any, ...]]
@@ -83,6 +88,8 @@ Entry = Callable[[Any], object]
 
 # Rows fetched per round trip: a page's rows stream instead of being held all at once.
 YIELD_PER = 1000
+# Seconds an async statement's cancel may take (a new connection, one query) before it is dropped.
+CANCEL_TIMEOUT = 5.0
 
 # A key the plan stores as a string: (to string, back) for the key column's Python type.
 _CODECS: dict[type, tuple[Callable[[Any], str], Callable[[Key], Any]]] = {
@@ -238,24 +245,28 @@ class Keyset(_Keyset):
         self._sessions = sessionmaker(bind) if isinstance(bind, Engine) else bind
 
     def pages(self, page_size: int) -> list[PageStart]:
-        with self._sessions() as session:
-            rows = list(session.execute(self._plan(page_size, newest=not self._walks)))
-            stuck = self._stuck(rows)
-            if stuck is not None:
-                raise key_not_unique(stuck, session.scalar(self._sharing(stuck)) or 0, page_size)
-            if not self._walks:
-                return self._starts(rows)
-            firsts = [row.first for row in rows]
-            walk: NewestFirst[Any] = NewestFirst(firsts)
-            if firsts:
-                result = session.execute(self._walk(len(firsts), page_size))
-                try:
-                    walk.feed((key, lastmod) for key, lastmod in result)
-                finally:
-                    result.close()
-            for batch, statement in self._leftover(walk, page_size):
-                walk.found.update(zip(batch, session.execute(statement).one(), strict=True))
-            return self._walked(firsts, walk)
+        # Cancelled on the database if its thread is abandoned past its deadline.
+        with self._sessions() as session, cancel_on_abandon(self._canceller(session)):
+            return self._planned(session, page_size)
+
+    def _planned(self, session: Session, page_size: int) -> list[PageStart]:
+        rows = list(session.execute(self._plan(page_size, newest=not self._walks)))
+        stuck = self._stuck(rows)
+        if stuck is not None:
+            raise key_not_unique(stuck, session.scalar(self._sharing(stuck)) or 0, page_size)
+        if not self._walks:
+            return self._starts(rows)
+        firsts = [row.first for row in rows]
+        walk: NewestFirst[Any] = NewestFirst(firsts)
+        if firsts:
+            result = session.execute(self._walk(len(firsts), page_size))
+            try:
+                walk.feed((key, lastmod) for key, lastmod in result)
+            finally:
+                result.close()
+        for batch, statement in self._leftover(walk, page_size):
+            walk.found.update(zip(batch, session.execute(statement).one(), strict=True))
+        return self._walked(firsts, walk)
 
     def entries(self, first: Key, limit: int, end: Key | None = None) -> Iterator[object]:
         return self._read(self._page(first, limit, end))
@@ -264,13 +275,27 @@ class Keyset(_Keyset):
         # The session is opened and closed in this frame: a generator closed before it
         # starts has taken nothing, one closed mid-page closes the result and the session.
         with self._sessions() as session:
-            result = session.execute(statement)
+            cancel = self._canceller(session)
+            # Each round trip is cancelled on the database if its thread is abandoned past
+            # its deadline (never a yield inside: the next chunk may run in another call).
+            with cancel_on_abandon(cancel):
+                result = session.execute(statement)
             try:
                 rows = result.scalars() if self._scalars else result
-                for row in rows:
-                    yield self._entry(row)
+                while True:
+                    with cancel_on_abandon(cancel):
+                        batch = rows.fetchmany(YIELD_PER)
+                    if not batch:
+                        return
+                    for row in batch:
+                        yield self._entry(row)
             finally:
                 result.close()
+
+    def _canceller(self, session: Session) -> Callable[[], object] | None:
+        """How to cancel the statement ``session``'s connection runs (`sitemap_middleware.dbapi`)."""
+        connection = session.connection(bind_arguments={"clause": self._statement})
+        return canceller(connection.connection.dbapi_connection)
 
 
 class AsyncKeyset(_Keyset):
@@ -292,35 +317,66 @@ class AsyncKeyset(_Keyset):
 
     async def pages(self, page_size: int) -> list[PageStart]:
         async with self._sessions() as session:
-            rows = list(await session.execute(self._plan(page_size, newest=not self._walks)))
-            stuck = self._stuck(rows)
-            if stuck is not None:
-                raise key_not_unique(stuck, await session.scalar(self._sharing(stuck)) or 0, page_size)
-            if not self._walks:
-                return self._starts(rows)
-            firsts = [row.first for row in rows]
-            walk: NewestFirst[Any] = NewestFirst(firsts)
-            if firsts:
-                result = await session.stream(self._walk(len(firsts), page_size))
-                try:
-                    while (fetched := await result.fetchmany(WALK_BATCH)) and not walk.feed(fetched):
-                        pass
-                finally:
-                    await result.close()
-            for batch, statement in self._leftover(walk, page_size):
-                found = (await session.execute(statement)).one()
-                walk.found.update(zip(batch, found, strict=True))
-            return self._walked(firsts, walk)
+            cancel = await self._canceller(session)
+            async with _cancelled_on_database(cancel):
+                return await self._planned(session, page_size)
+
+    async def _planned(self, session: AsyncSession, page_size: int) -> list[PageStart]:
+        rows = list(await session.execute(self._plan(page_size, newest=not self._walks)))
+        stuck = self._stuck(rows)
+        if stuck is not None:
+            raise key_not_unique(stuck, await session.scalar(self._sharing(stuck)) or 0, page_size)
+        if not self._walks:
+            return self._starts(rows)
+        firsts = [row.first for row in rows]
+        walk: NewestFirst[Any] = NewestFirst(firsts)
+        if firsts:
+            result = await session.stream(self._walk(len(firsts), page_size))
+            try:
+                while (fetched := await result.fetchmany(WALK_BATCH)) and not walk.feed(fetched):
+                    pass
+            finally:
+                await result.close()
+        for batch, statement in self._leftover(walk, page_size):
+            found = (await session.execute(statement)).one()
+            walk.found.update(zip(batch, found, strict=True))
+        return self._walked(firsts, walk)
 
     async def entries(self, first: Key, limit: int, end: Key | None = None) -> AsyncIterator[object]:
         async with self._sessions() as session:
-            result = await session.stream(self._page(first, limit, end))
-            try:
-                rows = result.scalars() if self._scalars else result
-                async for row in rows:
-                    yield self._entry(row)
-            finally:
-                await result.close()
+            cancel = await self._canceller(session)
+            async with _cancelled_on_database(cancel):
+                result = await session.stream(self._page(first, limit, end))
+                try:
+                    rows = result.scalars() if self._scalars else result
+                    async for row in rows:
+                        yield self._entry(row)
+                finally:
+                    await result.close()
+
+    async def _canceller(self, session: AsyncSession) -> Callable[[], Awaitable[object]] | None:
+        """How to cancel, on the database, the statement ``session``'s connection runs.
+
+        A task cancelled past its deadline does not: SQLAlchemy terminates the connection,
+        which drops the cancel request asyncpg would send (psycopg's is cut short), and the
+        server runs the statement on. So PostgreSQL is asked by the backend's pid, on a
+        connection of its own (``pg_cancel_backend``); aiosqlite's ``interrupt`` stops SQLite.
+        """
+        connection = await session.connection(bind_arguments={"clause": self._statement})
+        driver = (await connection.get_raw_connection()).driver_connection
+        interrupt = getattr(driver, "interrupt", None)  # aiosqlite
+        if callable(interrupt):
+            return interrupt  # type: ignore[no-any-return]
+        pid = _backend_pid(driver)
+        if pid is None:
+            return None
+        engine = connection.engine
+
+        async def cancel() -> None:
+            async with engine.connect() as other:
+                await other.execute(select(func.pg_cancel_backend(pid)))
+
+        return cancel
 
 
 @overload
@@ -395,6 +451,31 @@ def _column(value: object, what: str) -> ColumnElement[Any]:
     if not isinstance(element, ColumnElement):
         raise ConfigurationError(f"keyset's {what} must be a column or mapped attribute, not {value!r}")
     return element
+
+
+def _backend_pid(driver: object) -> int | None:
+    """The PostgreSQL backend serving an async driver's connection: asyncpg's, psycopg's."""
+    get_pid = getattr(driver, "get_server_pid", None)  # asyncpg
+    if callable(get_pid):
+        return int(get_pid())
+    pid = getattr(getattr(driver, "info", None), "backend_pid", None)  # psycopg
+    return pid if isinstance(pid, int) else None
+
+
+@asynccontextmanager
+async def _cancelled_on_database(cancel: Callable[[], Awaitable[object]] | None) -> AsyncIterator[None]:
+    """The block's statement is cancelled on the database if the block's task is cancelled
+    (a provider past its deadline: `concurrency.deadlines.within`); the cancellation goes on."""
+    try:
+        yield
+    except anyio.get_cancelled_exc_class():
+        if cancel is not None:
+            with anyio.move_on_after(CANCEL_TIMEOUT, shield=True):
+                try:
+                    await cancel()
+                except Exception as error:  # the statement runs on; nothing else can be done
+                    logger.warning("sitemap: cancelling an abandoned statement failed: %r", error)
+        raise
 
 
 def _declared_unique(column: ColumnElement[Any]) -> bool | None:
