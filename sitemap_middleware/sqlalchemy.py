@@ -16,9 +16,11 @@
     )
 
 Page n is read as ``<statement> AND key >= :first AND key < :next ORDER BY key``, from
-the first key the plan names for it up to the next page's, so page 200 costs what page 1
-costs, and a row inserted inside a planned range shows on its page at once (within one
-file's limits; past them the section is planned again: `Engine.page`). The plan
+the first key the plan names for it up to the next page's (page 1 from below its first
+key, the last page to the end), so page 200 costs what page 1 costs, and a row inserted
+after the plan shows on its page at once (within one file's limits; past them the section
+is planned again: `Engine.page`). A row deleted leaves every other in its range; a page
+whose rows are all gone is a 404 until the plan is made again. The plan
 (`Keyset.pages`) is one query: a recursive CTE that steps from each page's first key to
 the next (``LIMIT 1 OFFSET :page_size`` from a key: the key's index is read once, end to
 end), and takes ``MAX(lastmod)`` over exactly each page's rows, so the index carries true
@@ -135,9 +137,12 @@ class _Keyset:
         # One ORM entity (select(Product)): entry gets the object, not a one-element row.
         self._scalars = _one_entity(statement)
 
-    def _page(self, first: Key, limit: int, end: Key | None) -> Statement:
-        """``WHERE key >= :first AND key < :end ORDER BY key LIMIT :limit``: one page's rows."""
-        statement = self._statement.where(self._key >= self._decode(first))
+    def _page(self, first: Key | None, limit: int, end: Key | None) -> Statement:
+        """``WHERE key >= :first AND key < :end ORDER BY key LIMIT :limit``: one page's rows
+        (page 1 has no ``first``, the last no ``end``: see `sources`)."""
+        statement = self._statement
+        if first is not None:
+            statement = statement.where(self._key >= self._decode(first))
         if end is not None:
             statement = statement.where(self._key < self._decode(end))
         statement = statement.order_by(self._key).limit(limit)
@@ -268,7 +273,7 @@ class Keyset(_Keyset):
             walk.found.update(zip(batch, session.execute(statement).one(), strict=True))
         return self._walked(firsts, walk)
 
-    def entries(self, first: Key, limit: int, end: Key | None = None) -> Iterator[object]:
+    def entries(self, first: Key | None, limit: int, end: Key | None = None) -> Iterator[object]:
         return self._read(self._page(first, limit, end))
 
     def _read(self, statement: Statement) -> Iterator[object]:
@@ -342,7 +347,7 @@ class AsyncKeyset(_Keyset):
             walk.found.update(zip(batch, found, strict=True))
         return self._walked(firsts, walk)
 
-    async def entries(self, first: Key, limit: int, end: Key | None = None) -> AsyncIterator[object]:
+    async def entries(self, first: Key | None, limit: int, end: Key | None = None) -> AsyncIterator[object]:
         async with self._sessions() as session:
             cancel = await self._canceller(session)
             async with _cancelled_on_database(cancel):
