@@ -422,7 +422,9 @@ def keyset(
       OFFSET is refused (pages are cut by the key).
     - ``key``: a column (or mapped attribute) of the statement whose values are unique and
       ordered: a page is the rows from its first key on, in key order. Rows whose key
-      is NULL are left out.
+      is NULL are left out. A column its ``Table`` does not declare unique (primary key,
+      unique constraint or index on it alone) is refused; a key the statement repeats
+      anyway (a join), more times than a page holds, makes the plan a `ProviderError`.
     - ``entry``: turns one row (or the mapped object of a one-entity statement) into an
       entry: a `Url`, a loc string or a mapping.
     - ``lastmod``: a column (or expression) whose newest value on a page is that page's

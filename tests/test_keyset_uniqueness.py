@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import (
     Column,
     ForeignKey,
@@ -32,7 +34,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-from sitemap_middleware import ConfigurationError, Sitemaps
+from sitemap_middleware import ConfigurationError, ProviderError, Sitemaps
 from sitemap_middleware.django import keyset as django_keyset
 from sitemap_middleware.sqlalchemy import keyset as sqlalchemy_keyset
 
@@ -127,6 +129,52 @@ def test_a_key_repeated_past_a_page_is_a_503_naming_it_never_an_endless_plan(mak
     assert counter(sitemaps, "", "provider_errors") == 1
     reasons = [record.getMessage() for record in caplog.records]
     assert any(f"key 1 is not unique: {REVIEWS} rows share it" in reason for reason in reasons), reasons
+
+
+def planned_starts(keys: list[int], page_size: int) -> tuple[list[int], int | None]:
+    """The plan's first keys over the sorted ``keys`` (repeats included), and the key it
+    sticks at (``None``: it ends): each page from its key's first row, the next page's first
+    key ``page_size`` rows on."""
+    starts = [keys[0]] if keys else []
+    while starts:
+        following = keys.index(starts[-1]) + page_size
+        if following >= len(keys):
+            return starts, None
+        if keys[following] == starts[-1]:
+            return starts, starts[-1]
+        starts.append(keys[following])
+    return starts, None
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    repeats=st.dictionaries(st.integers(1, 60), st.integers(1, 4), max_size=12),
+    page_size=st.integers(1, 5),
+)
+def test_repeated_keys_are_either_each_served_once_or_reported_never_planned_forever(repeats, page_size):
+    engine = create_engine("sqlite://")
+    statement = select(listing.c.id).join(review, review.c.listing_id == listing.c.id)
+    source = sqlalchemy_keyset(engine, statement, key=listing.c.id, entry=lambda row: row.id)
+    with engine.begin() as connection:
+        listing.metadata.create_all(connection)
+        if repeats:
+            connection.execute(insert(listing), [{"id": key} for key in repeats])
+            rows = [{"listing_id": key} for key, times in repeats.items() for _ in range(times)]
+            connection.execute(insert(review), rows)
+    keys = sorted(key for key, times in repeats.items() for _ in range(times))
+    starts, stuck = planned_starts(keys, page_size)
+    if stuck is not None:
+        with pytest.raises(ProviderError, match=f"key {stuck} is not unique: {repeats[stuck]} rows share it"):
+            source.pages(page_size)
+    else:
+        assert [page.first for page in source.pages(page_size)] == starts
+        ends = [*starts[1:], None] if starts else []
+        served = [
+            list(source.entries(None if n == 0 else first, 50_001, end))
+            for n, (first, end) in enumerate(zip(starts, ends, strict=True))
+        ]
+        assert [key for page in served for key in page] == keys  # every row, on one page
+    engine.dispose()
 
 
 # -- what the schema says -------------------------------------------------------------------------
