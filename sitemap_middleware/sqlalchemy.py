@@ -56,13 +56,14 @@ range and are left out (unless the column is declared NOT NULL, every read says
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from datetime import date, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import anyio
 from sqlalchemy import Select, Table, UniqueConstraint, and_, func, inspect, literal_column, or_, select
@@ -70,7 +71,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.sql.elements import ColumnElement
 
-from sitemap_middleware.concurrency.deadlines import cancel_on_abandon
+from sitemap_middleware.concurrency.deadlines import CANCEL_RETRIES, cancel_on_abandon
 from sitemap_middleware.dbapi import canceller
 from sitemap_middleware.errors import ConfigurationError
 from sitemap_middleware.newest import WALK_BATCH, NewestFirst, walk_limit
@@ -87,6 +88,7 @@ if TYPE_CHECKING:
     # Written for 2.1's variadic Select; 2.0's takes one tuple type.
     Statement = Select[*tuple[Any, ...]]
 Entry = Callable[[Any], object]
+T = TypeVar("T")
 
 # Rows fetched per round trip: a page's rows stream instead of being held all at once.
 YIELD_PER = 1000
@@ -321,10 +323,9 @@ class AsyncKeyset(_Keyset):
         self._sessions = async_sessionmaker(bind) if isinstance(bind, AsyncEngine) else bind
 
     async def pages(self, page_size: int) -> list[PageStart]:
-        async with self._sessions() as session:
+        async with self._session() as session:
             cancel = await self._canceller(session)
-            async with _cancelled_on_database(cancel):
-                return await self._planned(session, page_size)
+            return await _cancellable(cancel, self._planned(session, page_size))
 
     async def _planned(self, session: AsyncSession, page_size: int) -> list[PageStart]:
         rows = list(await session.execute(self._plan(page_size, newest=not self._walks)))
@@ -348,25 +349,32 @@ class AsyncKeyset(_Keyset):
         return self._walked(firsts, walk)
 
     async def entries(self, first: Key | None, limit: int, end: Key | None = None) -> AsyncIterator[object]:
-        async with self._sessions() as session:
+        async with self._session() as session:
             cancel = await self._canceller(session)
-            async with _cancelled_on_database(cancel):
-                result = await session.stream(self._page(first, limit, end))
-                try:
-                    rows = result.scalars() if self._scalars else result
-                    async for row in rows:
+            result = await _cancellable(cancel, session.stream(self._page(first, limit, end)))
+            try:
+                rows = result.scalars() if self._scalars else result
+                while batch := await _cancellable(cancel, rows.fetchmany(YIELD_PER)):
+                    for row in batch:
                         yield self._entry(row)
-                finally:
-                    await result.close()
+            finally:
+                await _shielded(result.close())
+
+    @asynccontextmanager
+    async def _session(self) -> AsyncIterator[AsyncSession]:
+        """A session closed whole on every way out, a cancelled task's too: cancelled while it
+        closes, SQLAlchemy would terminate its connection and leave the close running on
+        (a task the event loop may not outlive: under WSGI each request has its own)."""
+        session = self._sessions()
+        try:
+            yield session
+        finally:
+            await _shielded(session.close())
 
     async def _canceller(self, session: AsyncSession) -> Callable[[], Awaitable[object]] | None:
-        """How to cancel, on the database, the statement ``session``'s connection runs.
-
-        A task cancelled past its deadline does not: SQLAlchemy terminates the connection,
-        which drops the cancel request asyncpg would send (psycopg's is cut short), and the
-        server runs the statement on. So PostgreSQL is asked by the backend's pid, on a
-        connection of its own (``pg_cancel_backend``); aiosqlite's ``interrupt`` stops SQLite.
-        """
+        """How to cancel, on the database, the statement ``session``'s connection runs
+        (`_cancellable`): aiosqlite's ``interrupt``; for PostgreSQL, ``pg_cancel_backend`` of
+        the connection's backend, on a connection of its own (asyncpg has no public cancel)."""
         connection = await session.connection(bind_arguments={"clause": self._statement})
         driver = (await connection.get_raw_connection()).driver_connection
         interrupt = getattr(driver, "interrupt", None)  # aiosqlite
@@ -469,20 +477,52 @@ def _backend_pid(driver: object) -> int | None:
     return pid if isinstance(pid, int) else None
 
 
-@asynccontextmanager
-async def _cancelled_on_database(cancel: Callable[[], Awaitable[object]] | None) -> AsyncIterator[None]:
-    """The block's statement is cancelled on the database if the block's task is cancelled
-    (a provider past its deadline: `concurrency.deadlines.within`); the cancellation goes on."""
+async def _cancellable(cancel: Callable[[], Awaitable[object]] | None, work: Awaitable[T]) -> T:
+    """``await work``, cancelled on the database first when this task is cancelled (a provider
+    past its deadline: `concurrency.deadlines.within`).
+
+    The work runs in a task of its own, shielded: cancelled itself, SQLAlchemy would
+    terminate the connection, which drops the cancel request asyncpg sends (psycopg's is cut
+    short) while PostgreSQL runs the statement on. Instead ``cancel()`` stops the statement,
+    which fails in its task with the database's own error, as any statement that fails does;
+    then the cancellation goes on. Without a ``cancel``, the task is cancelled as before.
+    """
+    task = asyncio.ensure_future(work)
     try:
-        yield
+        return await asyncio.shield(task)
     except anyio.get_cancelled_exc_class():
-        if cancel is not None:
-            with anyio.move_on_after(CANCEL_TIMEOUT, shield=True):
-                try:
-                    await cancel()
-                except Exception as error:  # the statement runs on; nothing else can be done
-                    logger.warning("sitemap: cancelling an abandoned statement failed: %r", error)
+        with anyio.move_on_after(CANCEL_TIMEOUT, shield=True):
+            if cancel is None:
+                task.cancel()
+            else:
+                await _cancel_until_done(cancel, task)
+            await asyncio.wait([task])  # its result, or its error: nobody takes either
+        if not task.done():
+            task.cancel()
+        task.add_done_callback(_retrieved)
         raise
+
+
+async def _cancel_until_done(cancel: Callable[[], Awaitable[object]], task: asyncio.Future[Any]) -> None:
+    """``cancel()`` until ``task`` ends: one that lands before the statement starts is lost."""
+    for delay in CANCEL_RETRIES:
+        try:
+            await cancel()
+        except Exception as error:  # the statement runs on; nothing else can be done
+            logger.warning("sitemap: cancelling an abandoned statement failed: %r", error)
+        if (await asyncio.wait([task], timeout=delay))[0]:
+            return
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved: asyncio logs one nobody looked at
+
+
+async def _shielded(cleanup: Awaitable[object]) -> None:
+    """``await cleanup``, even in a cancelled task, for `CANCEL_TIMEOUT` seconds at most."""
+    with anyio.move_on_after(CANCEL_TIMEOUT, shield=True):
+        await cleanup
 
 
 def _declared_unique(column: ColumnElement[Any]) -> bool | None:

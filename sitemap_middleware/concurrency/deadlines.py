@@ -46,7 +46,16 @@ import anyio
 from ..errors import ProviderError
 from ..stats import logger
 
-__all__ = ["THREAD_GRACE", "Abandon", "Heartbeat", "beat", "cancel_on_abandon", "thread_deadline", "within"]
+__all__ = [
+    "CANCEL_RETRIES",
+    "THREAD_GRACE",
+    "Abandon",
+    "Heartbeat",
+    "beat",
+    "cancel_on_abandon",
+    "thread_deadline",
+    "within",
+]
 
 T = TypeVar("T")
 
@@ -61,6 +70,10 @@ _CURRENT: contextvars.ContextVar[tuple[Heartbeat, ...]] = contextvars.ContextVar
     "sitemap_heartbeats", default=()
 )
 
+
+# Seconds between two cancels of work that has not ended yet: a cancel that lands just
+# before its statement starts is lost (SQLite's interrupt, a PostgreSQL cancel request).
+CANCEL_RETRIES = (0.05, 0.1, 0.2, 0.4, 0.8)
 
 # Who stops waiting for the code running in this context, if anyone does (`Abandon`).
 _ABANDON: contextvars.ContextVar[Abandon | None] = contextvars.ContextVar("sitemap_abandon", default=None)
@@ -129,15 +142,17 @@ class Abandon:
 
     Whatever the work registered (`cancel_on_abandon`) is called once it is abandoned, in
     a thread of its own: a cancel may be a network round trip (PostgreSQL's cancel request
-    opens a connection), and the side that gives up may be an event loop. A cancel runs only
-    while its block runs: the block cannot end, and its connection go back to a pool for
-    another statement to meet the cancel, until the cancel has returned.
+    opens a connection), and the side that gives up may be an event loop. It is called
+    again (`CANCEL_RETRIES`) while its block still runs. A cancel runs only while its block
+    runs: the block cannot end, and its connection go back to a pool for another statement
+    to meet the cancel, until the cancel has returned.
     """
 
-    __slots__ = ("_abandoned", "_cancels", "_lock")
+    __slots__ = ("_abandoned", "_cancels", "_ended", "_lock")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._ended = threading.Condition(self._lock)  # a block ended
         self._cancels: list[Callable[[], object]] = []
         self._abandoned = False
 
@@ -157,12 +172,16 @@ class Abandon:
         threading.Thread(target=self._cancel, name="sitemap-cancel", daemon=True).start()
 
     def _cancel(self) -> None:
-        with self._lock:  # held: no block ends while its cancel runs
-            for cancel in self._cancels:
-                try:
-                    cancel()
-                except Exception as error:  # the statement runs on; nothing else can be done
-                    logger.warning("sitemap: cancelling an abandoned statement failed: %r", error)
+        with self._lock:  # held while cancels run (released while waiting): no block ends meanwhile
+            for delay in CANCEL_RETRIES:
+                for cancel in self._cancels:
+                    try:
+                        cancel()
+                    except Exception as error:  # the statement runs on; nothing else can be done
+                        logger.warning("sitemap: cancelling an abandoned statement failed: %r", error)
+                self._ended.wait_for(lambda: not self._cancels, delay)
+                if not self._cancels:
+                    return
 
     def _register(self, cancel: Callable[[], object]) -> None:
         with self._lock:
@@ -173,6 +192,7 @@ class Abandon:
     def _unregister(self, cancel: Callable[[], object]) -> None:
         with self._lock:
             self._cancels.remove(cancel)
+            self._ended.notify_all()
 
 
 @contextmanager
