@@ -39,8 +39,8 @@ from django.db.models import F, Field, IntegerField, Model, QuerySet
 from django.db.models.expressions import RawSQL
 from django.db.models.query import ModelIterable
 
+from sitemap_middleware.cancelling import canceller
 from sitemap_middleware.concurrency.deadlines import cancel_on_abandon
-from sitemap_middleware.dbapi import canceller
 from sitemap_middleware.django_time import aware, local_zone
 from sitemap_middleware.errors import ConfigurationError
 from sitemap_middleware.newest import WALK_BATCH, NewestFirst, walk_limit
@@ -236,7 +236,7 @@ class KeyRanges:
 
 def _cancellable(alias: str) -> AbstractContextManager[None]:
     """The block's statements on ``alias`` are cancelled on the database if the thread
-    running them is abandoned past its deadline (`sitemap_middleware.dbapi`)."""
+    running them is abandoned past its deadline (`sitemap_middleware.cancelling`)."""
     connection = connections[alias]
     connection.ensure_connection()  # what the block's first query would do
     return cancel_on_abandon(canceller(connection.connection))

@@ -56,27 +56,22 @@ range and are left out (unless the column is declared NOT NULL, every read says
 
 from __future__ import annotations
 
-import asyncio
 import sys
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
-from datetime import date, datetime
-from decimal import Decimal
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, overload
 
-import anyio
-from sqlalchemy import Select, Table, UniqueConstraint, and_, func, inspect, literal_column, or_, select
+from sqlalchemy import Select, and_, func, literal_column, or_, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.sql.elements import ColumnElement
 
-from sitemap_middleware.concurrency.deadlines import CANCEL_RETRIES, cancel_on_abandon
-from sitemap_middleware.dbapi import canceller
+from sitemap_middleware.cancelling import backend_pid, cancellable, canceller, shielded
+from sitemap_middleware.concurrency.deadlines import cancel_on_abandon
 from sitemap_middleware.errors import ConfigurationError
 from sitemap_middleware.newest import WALK_BATCH, NewestFirst, walk_limit
 from sitemap_middleware.sources import Key, PageStart, key_not_unique
-from sitemap_middleware.stats import logger
+from sitemap_middleware.sqlalchemy_columns import codec, column_of, declared_unique, indexed, one_entity
 
 __all__ = ["AsyncKeyset", "Keyset", "keyset"]
 
@@ -88,20 +83,9 @@ if TYPE_CHECKING:
     # Written for 2.1's variadic Select; 2.0's takes one tuple type.
     Statement = Select[*tuple[Any, ...]]
 Entry = Callable[[Any], object]
-T = TypeVar("T")
 
 # Rows fetched per round trip: a page's rows stream instead of being held all at once.
 YIELD_PER = 1000
-# Seconds an async statement's cancel may take (a new connection, one query) before it is dropped.
-CANCEL_TIMEOUT = 5.0
-
-# A key the plan stores as a string: (to string, back) for the key column's Python type.
-_CODECS: dict[type, tuple[Callable[[Any], str], Callable[[Key], Any]]] = {
-    uuid.UUID: (str, lambda key: uuid.UUID(str(key))),
-    datetime: (datetime.isoformat, lambda key: datetime.fromisoformat(str(key))),
-    date: (date.isoformat, lambda key: date.fromisoformat(str(key))),
-    Decimal: (str, lambda key: Decimal(str(key))),
-}
 
 
 class _Keyset:
@@ -115,18 +99,18 @@ class _Keyset:
             raise ConfigurationError("keyset's statement must not have a LIMIT or OFFSET: pages are its own")
         if not callable(entry):
             raise ConfigurationError(f"keyset's entry must be callable, not {type(entry).__name__}")
-        key_column = _column(key, "key")
-        if _declared_unique(key_column) is False:
+        key_column = column_of(key, "key")
+        if declared_unique(key_column) is False:
             raise ConfigurationError(
                 f"keyset's key {key_column} is not unique (no primary key, unique constraint or "
                 "unique index is on that column alone): pages are ranges of a key, so it must be one"
             )
         key_type = key_column.type
-        self._encode, self._decode = _codec(key_type.python_type, key_type)
+        self._encode, self._decode = codec(key_type.python_type, key_type)
         # Newest first over the lastmod's index (`sitemap_middleware.newest`): only where the
         # table declares one, and for integer keys, whose order Python shares.
         self._walks = (
-            lastmod is not None and key_type.python_type is int and _indexed(_column(lastmod, "lastmod"))
+            lastmod is not None and key_type.python_type is int and indexed(column_of(lastmod, "lastmod"))
         )
         self._statement = statement.order_by(None)
         if getattr(key_column, "nullable", True):
@@ -137,7 +121,7 @@ class _Keyset:
         self._lastmod = lastmod
         self._entry = entry
         # One ORM entity (select(Product)): entry gets the object, not a one-element row.
-        self._scalars = _one_entity(statement)
+        self._scalars = one_entity(statement)
 
     def _page(self, first: Key | None, limit: int, end: Key | None) -> Statement:
         """``WHERE key >= :first AND key < :end ORDER BY key LIMIT :limit``: one page's rows
@@ -300,7 +284,7 @@ class Keyset(_Keyset):
                 result.close()
 
     def _canceller(self, session: Session) -> Callable[[], object] | None:
-        """How to cancel the statement ``session``'s connection runs (`sitemap_middleware.dbapi`)."""
+        """How to cancel the statement ``session``'s connection runs (`sitemap_middleware.cancelling`)."""
         connection = session.connection(bind_arguments={"clause": self._statement})
         return canceller(connection.connection.dbapi_connection)
 
@@ -325,7 +309,7 @@ class AsyncKeyset(_Keyset):
     async def pages(self, page_size: int) -> list[PageStart]:
         async with self._session() as session:
             cancel = await self._canceller(session)
-            return await _cancellable(cancel, self._planned(session, page_size))
+            return await cancellable(cancel, self._planned(session, page_size))
 
     async def _planned(self, session: AsyncSession, page_size: int) -> list[PageStart]:
         rows = list(await session.execute(self._plan(page_size, newest=not self._walks)))
@@ -351,14 +335,14 @@ class AsyncKeyset(_Keyset):
     async def entries(self, first: Key | None, limit: int, end: Key | None = None) -> AsyncIterator[object]:
         async with self._session() as session:
             cancel = await self._canceller(session)
-            result = await _cancellable(cancel, session.stream(self._page(first, limit, end)))
+            result = await cancellable(cancel, session.stream(self._page(first, limit, end)))
             try:
                 rows = result.scalars() if self._scalars else result
-                while batch := await _cancellable(cancel, rows.fetchmany(YIELD_PER)):
+                while batch := await cancellable(cancel, rows.fetchmany(YIELD_PER)):
                     for row in batch:
                         yield self._entry(row)
             finally:
-                await _shielded(result.close())
+                await shielded(result.close())
 
     @asynccontextmanager
     async def _session(self) -> AsyncIterator[AsyncSession]:
@@ -369,7 +353,7 @@ class AsyncKeyset(_Keyset):
         try:
             yield session
         finally:
-            await _shielded(session.close())
+            await shielded(session.close())
 
     async def _canceller(self, session: AsyncSession) -> Callable[[], Awaitable[object]] | None:
         """How to cancel, on the database, the statement ``session``'s connection runs
@@ -380,7 +364,7 @@ class AsyncKeyset(_Keyset):
         interrupt = getattr(driver, "interrupt", None)  # aiosqlite
         if callable(interrupt):
             return interrupt  # type: ignore[no-any-return]
-        pid = _backend_pid(driver)
+        pid = backend_pid(driver)
         if pid is None:
             return None
         engine = connection.engine
@@ -459,136 +443,3 @@ def _async_binds() -> tuple[type, ...] | None:
     """
     module = sys.modules.get("sqlalchemy.ext.asyncio")
     return None if module is None else (module.AsyncEngine, module.async_sessionmaker)
-
-
-def _column(value: object, what: str) -> ColumnElement[Any]:
-    element = value.__clause_element__() if hasattr(value, "__clause_element__") else value
-    if not isinstance(element, ColumnElement):
-        raise ConfigurationError(f"keyset's {what} must be a column or mapped attribute, not {value!r}")
-    return element
-
-
-def _backend_pid(driver: object) -> int | None:
-    """The PostgreSQL backend serving an async driver's connection: asyncpg's, psycopg's."""
-    get_pid = getattr(driver, "get_server_pid", None)  # asyncpg
-    if callable(get_pid):
-        return int(get_pid())
-    pid = getattr(getattr(driver, "info", None), "backend_pid", None)  # psycopg
-    return pid if isinstance(pid, int) else None
-
-
-async def _cancellable(cancel: Callable[[], Awaitable[object]] | None, work: Awaitable[T]) -> T:
-    """``await work``, cancelled on the database first when this task is cancelled (a provider
-    past its deadline: `concurrency.deadlines.within`).
-
-    The work runs in a task of its own, shielded: cancelled itself, SQLAlchemy would
-    terminate the connection, which drops the cancel request asyncpg sends (psycopg's is cut
-    short) while PostgreSQL runs the statement on. Instead ``cancel()`` stops the statement,
-    which fails in its task with the database's own error, as any statement that fails does;
-    then the cancellation goes on. Without a ``cancel``, the task is cancelled as before.
-    """
-    task = asyncio.ensure_future(work)
-    try:
-        return await asyncio.shield(task)
-    except anyio.get_cancelled_exc_class():
-        with anyio.move_on_after(CANCEL_TIMEOUT, shield=True):
-            if cancel is None:
-                task.cancel()
-            else:
-                await _cancel_until_done(cancel, task)
-            await asyncio.wait([task])  # its result, or its error: nobody takes either
-        if not task.done():
-            task.cancel()
-        task.add_done_callback(_retrieved)
-        raise
-
-
-async def _cancel_until_done(cancel: Callable[[], Awaitable[object]], task: asyncio.Future[Any]) -> None:
-    """``cancel()`` until ``task`` ends: one that lands before the statement starts is lost."""
-    for delay in CANCEL_RETRIES:
-        try:
-            await cancel()
-        except Exception as error:  # the statement runs on; nothing else can be done
-            logger.warning("sitemap: cancelling an abandoned statement failed: %r", error)
-        if (await asyncio.wait([task], timeout=delay))[0]:
-            return
-
-
-def _retrieved(task: asyncio.Future[Any]) -> None:
-    if not task.cancelled():
-        task.exception()  # retrieved: asyncio logs one nobody looked at
-
-
-async def _shielded(cleanup: Awaitable[object]) -> None:
-    """``await cleanup``, even in a cancelled task, for `CANCEL_TIMEOUT` seconds at most."""
-    with anyio.move_on_after(CANCEL_TIMEOUT, shield=True):
-        await cleanup
-
-
-def _declared_unique(column: ColumnElement[Any]) -> bool | None:
-    """Whether ``column``'s table says its values are unique: a primary key, a unique
-    constraint or a unique index on that column alone (a partial index does not count).
-    ``None`` where the schema cannot tell: an expression, a column of a subquery or alias."""
-    table = getattr(column, "table", None)
-    if not isinstance(table, Table):
-        return None
-    name = getattr(column, "name", None)
-    if getattr(column, "unique", False) or [c.name for c in table.primary_key.columns] == [name]:
-        return True
-    for index in table.indexes:
-        partial = any(options.get("where") is not None for options in index.dialect_options.values())
-        if index.unique and not partial and [c.name for c in index.columns] == [name]:
-            return True
-    return any(
-        isinstance(constraint, UniqueConstraint) and [c.name for c in constraint.columns] == [name]
-        for constraint in table.constraints
-    )
-
-
-def _indexed(column: ColumnElement[Any]) -> bool:
-    """Whether ``column``'s table declares an index led by it (``index=True``, an ``Index``,
-    unique): what lets the database hand rows over newest first. Partial indexes do not count."""
-    table = getattr(column, "table", None)
-    if not isinstance(table, Table):
-        return False  # an expression, or a column of a subquery
-    name = getattr(column, "name", None)
-    if getattr(column, "unique", False) or getattr(column, "index", False):
-        return True
-    for index in table.indexes:
-        partial = any(options.get("where") is not None for options in index.dialect_options.values())
-        if not partial and [c.name for c in index.columns][:1] == [name]:
-            return True
-    return any(
-        isinstance(constraint, UniqueConstraint) and [c.name for c in constraint.columns][:1] == [name]
-        for constraint in table.constraints
-    )
-
-
-def _codec(python_type: type, key_type: object) -> tuple[Callable[[Any], Key], Callable[[Key], Any]]:
-    """How a key is stored in the plan (an int, str or float) and read back for comparing."""
-    if python_type in (int, str, float, object):  # object: an untyped column, checked per value
-        return _plain, _same
-    if python_type in _CODECS:
-        return _CODECS[python_type]
-    raise ConfigurationError(
-        f"keyset's key is a {key_type} column ({python_type.__name__} values): use an int, str, "
-        "float, Uuid, DateTime, Date or Numeric column"
-    )
-
-
-def _plain(value: object) -> Key:
-    if isinstance(value, bool) or not isinstance(value, int | str | float):
-        raise TypeError(f"key {value!r} is not an int, str or float: give the key column a type")
-    return value
-
-
-def _same(key: Key) -> Key:
-    return key
-
-
-def _one_entity(statement: Statement) -> bool:
-    descriptions = statement.column_descriptions
-    if len(descriptions) != 1:
-        return False
-    inspected = inspect(descriptions[0]["expr"], raiseerr=False)
-    return bool(getattr(inspected, "is_mapper", False) or getattr(inspected, "is_aliased_class", False))
