@@ -82,8 +82,11 @@ class ProductPages:
         urls = len(LANGUAGES)
         return [PageStart(first, utc(newest), count * urls) for first, newest, count in planned]
 
-    def entries(self, first: Key, limit: int, end: Key | None = None) -> Iterator[Url]:
-        rows = self.database.rows(PAGE, first, end, -(-limit // len(LANGUAGES)))  # a URL past limit shows
+    def entries(self, first: Key | None, limit: int, end: Key | None = None) -> Iterator[Url]:
+        # Page 1 (``first`` is None) starts below its planned first id: a product added before
+        # it shows at once too. SQLite's smallest integer key keeps the read a seek by id.
+        lowest = -(2**63) if first is None else first
+        rows = self.database.rows(PAGE, lowest, end, -(-limit // len(LANGUAGES)))  # a URL past limit shows
         for product, slug_en, slug_de, photos, updated_at in rows:
             en, de = product_path("en", product, slug_en), product_path("de", product, slug_de)
             group = (Alternate("en", en), Alternate("de", de), Alternate("x-default", en))

@@ -111,7 +111,7 @@ class KeysetSource:
     def pages(self, page_size: int) -> list[PageStart]:
         return self._keys.plan(page_size)
 
-    def entries(self, first: Key, limit: int, end: Key | None = None) -> Iterator[object]:
+    def entries(self, first: Key | None, limit: int, end: Key | None = None) -> Iterator[object]:
         entry, rows, zone = self._entry, self._keys.rows(first, limit, end), local_zone()
         if zone is None:  # USE_TZ = True: Django's datetimes are aware, and a page costs nothing more
             return (entry(row) for row in rows)
@@ -196,12 +196,13 @@ class SitemapSource:
         keyed = ((plain_key(getattr(row, attname)), row) for row in keys.rows(None, None))
         return self._measured(keyed, rows)
 
-    def entries(self, first: Key, limit: int, end: Key | None = None) -> Iterator[Url]:
+    def entries(self, first: Key | None, limit: int, end: Key | None = None) -> Iterator[Url]:
         size = min(limit, self.sitemap.limit)
         items = self.sitemap.items()
         keyset = self._keyset(items)
         zone = local_zone()
         if keyset is None:
+            first = 0 if first is None else first  # page 1
             if isinstance(first, bool) or not isinstance(first, int):
                 raise TypeError(f"a page of an iterated sitemap starts at a position, not {first!r}")
             if isinstance(end, int):  # the next page's position: no item is listed on two pages

@@ -6,23 +6,31 @@ that the database answers without sending a row to Python: a recursive CTE that 
 each page's first key to the next, ``n`` keys on (the key's index is read once, end to end),
 the same plan as `sitemap_middleware.sqlalchemy`'s::
 
-    WITH RECURSIVE sitemap_pages(sitemap_first) AS (
-        SELECT (SELECT key FROM (<the QuerySet>) ORDER BY key LIMIT 1)
+    WITH RECURSIVE sitemap_pages(sitemap_first, sitemap_previous, sitemap_number) AS (
+        SELECT sitemap_first, sitemap_first, 1
+        FROM (SELECT (SELECT key FROM (<the QuerySet>) ORDER BY key LIMIT 1) AS sitemap_first) sitemap_head
         UNION ALL
-        SELECT (SELECT key FROM (<the QuerySet> AND key >= sitemap_first) ORDER BY key LIMIT 1 OFFSET n)
-        FROM sitemap_pages WHERE sitemap_first IS NOT NULL)
-    SELECT sitemap_first, (SELECT MAX(lastmod) FROM (<the page's n rows from sitemap_first>))
-    FROM sitemap_pages WHERE sitemap_first IS NOT NULL
+        SELECT (SELECT key FROM (<the QuerySet> AND key >= sitemap_first) ORDER BY key LIMIT 1 OFFSET n),
+               sitemap_first, sitemap_number + 1
+        FROM sitemap_pages
+        WHERE sitemap_first IS NOT NULL AND (sitemap_number = 1 OR sitemap_first <> sitemap_previous))
+    SELECT sitemap_first, <stuck: sitemap_number > 1 AND sitemap_first = sitemap_previous>,
+           (SELECT MAX(lastmod) FROM (<the page's n rows from sitemap_first>))
+    FROM sitemap_pages WHERE sitemap_first IS NOT NULL ORDER BY sitemap_number
 
 and the rows of one page, read by key (``WHERE key >= first AND key < next ORDER BY key
-LIMIT chunk``, then ``key > last``), never by ``OFFSET``. Tested on SQLite and PostgreSQL.
+LIMIT chunk``, then ``key > last``), never by ``OFFSET``. A step that does not move (more
+rows share one key than a page holds: a join that repeats rows) ends the plan, which
+reports it (`sources.key_not_unique`) rather than seek from that key forever. Tested on
+SQLite and PostgreSQL.
 """
 
 # Every import of Django's own package is absolute: `sitemap_middleware.django` is a sibling.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import date
+from contextlib import AbstractContextManager
+from datetime import date, tzinfo
 from typing import Any
 
 from django.core.exceptions import FieldDoesNotExist
@@ -31,10 +39,12 @@ from django.db.models import F, Field, IntegerField, Model, QuerySet
 from django.db.models.expressions import RawSQL
 from django.db.models.query import ModelIterable
 
+from sitemap_middleware.cancelling import canceller
+from sitemap_middleware.concurrency.deadlines import cancel_on_abandon
 from sitemap_middleware.django_time import aware, local_zone
 from sitemap_middleware.errors import ConfigurationError
 from sitemap_middleware.newest import WALK_BATCH, NewestFirst, walk_limit
-from sitemap_middleware.sources import Key, PageStart
+from sitemap_middleware.sources import Key, PageStart, key_not_unique
 
 __all__ = ["CHUNK_SIZE", "KeyRanges", "done_with", "model_field", "plain_key"]
 
@@ -97,28 +107,44 @@ class KeyRanges:
         walks = self.walks
         zone = local_zone()
         try:
-            found = self._execute(*self._seek(rows, newest=not walks))
-            if not walks:
-                return [PageStart(self._key(key), aware(self._lastmod(value), zone)) for key, value in found]
-            walk: NewestFirst[Any] = NewestFirst([key for key, _ in found])
-            if found:
-                self._walk(walk, rows)
-            for batch in walk.missing():
-                newest = [self._newest(walk.starts[page], rows) for page in batch]
-                query = "SELECT " + ", ".join(sql for sql, _ in newest)
-                [values] = self._execute(query, tuple(p for _, params in newest for p in params))
-                walk.found.update(zip(batch, map(self._lastmod, values), strict=True))
+            with _cancellable(alias):  # on the database, if its thread is abandoned past its deadline
+                return self._planned(rows, walks, zone)
         finally:
             done_with(alias)
+
+    def _planned(self, rows: int, walks: bool, zone: tzinfo | None) -> list[PageStart]:
+        alias = self.queryset.db
+        found = self._execute(*self._seek(rows, newest=not walks))
+        stuck = next((key for key, stuck, _ in found if stuck), None)
+        if stuck is not None:
+            key = _from_db(stuck, self.key, alias)
+            raise key_not_unique(key, self.queryset.filter(**{self.key.attname: key}).count(), rows)
+        if not walks:
+            return [PageStart(self._key(key), aware(self._lastmod(v), zone)) for key, _, v in found]
+        walk: NewestFirst[Any] = NewestFirst([key for key, _, _ in found])
+        if found:
+            self._walk(walk, rows)
+        for batch in walk.missing():
+            newest = [self._newest(walk.starts[page], rows) for page in batch]
+            query = "SELECT " + ", ".join(sql for sql, _ in newest)
+            [values] = self._execute(query, tuple(p for _, params in newest for p in params))
+            walk.found.update(zip(batch, map(self._lastmod, values), strict=True))
         return [
             PageStart(self._key(key), aware(walk.found.get(n), zone)) for n, key in enumerate(walk.starts)
         ]
 
     def _seek(self, rows: int, *, newest: bool) -> tuple[str, tuple[Any, ...]]:
-        """The plan's one query: the recursive seek, and (``newest``) each page's MAX."""
+        """The plan's one query: the recursive seek, and (``newest``) each page's MAX.
+
+        Each row carries the key it stepped from: a step that did not move (more rows share
+        one key than a page holds: a join that repeats rows, a column unique only in the
+        model) would seek from the same key forever, so the recursion ends there and that
+        last row is flagged as stuck (its second column).
+        """
         connection = connections[self.queryset.db]
         quote = connection.ops.quote_name
         pages, first = quote("sitemap_pages"), quote("sitemap_first")
+        previous, number = quote("sitemap_previous"), quote("sitemap_number")
         attname = self.key.attname
         here = RawSQL(f"{pages}.{first}", ())  # the page start the recursive step is at
         head, head_params = self._sql(self.queryset.values_list(attname)[:1])
@@ -128,10 +154,16 @@ class KeyRanges:
         most, most_params = "NULL", ()
         if newest and self.lastmod is not None:
             most, most_params = self._newest(here, rows)
+        moved = f"({pages}.{number} = 1 OR {pages}.{first} <> {pages}.{previous})"
+        stuck = f"CASE WHEN {pages}.{number} > 1 AND {pages}.{first} = {pages}.{previous} THEN 1 ELSE 0 END"
+        # Page 1's "previous" is never compared: it is its own first key, for the column's type.
         query = (
-            f"WITH RECURSIVE {pages}({first}) AS (SELECT ({head}) UNION ALL "
-            f"SELECT ({step}) FROM {pages} WHERE {pages}.{first} IS NOT NULL) "
-            f"SELECT {pages}.{first}, {most} FROM {pages} WHERE {pages}.{first} IS NOT NULL"
+            f"WITH RECURSIVE {pages}({first}, {previous}, {number}) AS ("
+            f"SELECT {first}, {first}, 1 FROM (SELECT ({head}) AS {first}) {quote('sitemap_head')} "
+            f"UNION ALL SELECT ({step}), {pages}.{first}, {pages}.{number} + 1 FROM {pages} "
+            f"WHERE {pages}.{first} IS NOT NULL AND {moved}) "
+            f"SELECT {pages}.{first}, {stuck}, {most} FROM {pages} WHERE {pages}.{first} IS NOT NULL "
+            f"ORDER BY {pages}.{number}"
         )
         return query, (*head_params, *step_params, *most_params)
 
@@ -190,7 +222,8 @@ class KeyRanges:
         while limit is None or limit > 0:
             size = self.chunk_size if limit is None else min(self.chunk_size, limit)
             try:
-                chunk = list(after[:size])
+                with _cancellable(self.queryset.db):
+                    chunk = list(after[:size])
             finally:
                 done_with(self.queryset.db)
             yield from chunk
@@ -199,6 +232,14 @@ class KeyRanges:
             if limit is not None:
                 limit -= size
             after = queryset.filter(**{f"{attname}__gt": getattr(chunk[-1], attname)})
+
+
+def _cancellable(alias: str) -> AbstractContextManager[None]:
+    """The block's statements on ``alias`` are cancelled on the database if the thread
+    running them is abandoned past its deadline (`sitemap_middleware.cancelling`)."""
+    connection = connections[alias]
+    connection.ensure_connection()  # what the block's first query would do
+    return cancel_on_abandon(canceller(connection.connection))
 
 
 def _indexed(model: type[Model], field: Field[Any, Any]) -> bool:

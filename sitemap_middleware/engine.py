@@ -372,7 +372,7 @@ class Engine:
     def page(
         self,
         section: Section,
-        start: Key,
+        start: Key | None,
         run_async: AsyncRunner,
         *,
         prefix: str = "",
@@ -383,10 +383,10 @@ class Engine:
 
         With ``window``, the page is exactly that many raw entries (a counted section).
         A paged section's page whose source reads key ranges (`Provider.ranged`) is instead
-        every entry from key ``start`` to the next page's first key, ``end`` (``None``: the
-        last page), within one file's limits (`_outgrown`). The first chunk is produced
-        before returning, so a missing page is known before any header is sent, and a
-        provider that fails at once fails here.
+        every entry from key ``start`` (``None``: from below its first key, page 1) to the
+        next page's first key, ``end`` (``None``: the last page), within one file's limits
+        (`_outgrown`). The first chunk is produced before returning, so a missing page is
+        known before any header is sent, and a provider that fails at once fails here.
         """
         ranged = window is not None and section.paged and section.provider.ranged
         # A key range may have grown past page_size since its plan: it is held to the
@@ -399,6 +399,7 @@ class Engine:
             batches = _pull(section, start, run_async, limit, base_url=self.site.root, end=end)
             on_full: Callable[[], None] | None = partial(self._outgrown, section, start, window, writer)
         else:
+            assert start is not None  # only a ranged page may start below its first key
             if window is not None and self._trusted_last_window(section, start, window):
                 # A trusted count's last page reads one entry past it: more would be left out.
                 pulled = _pull(section, start, run_async, window + 1, base_url=self.site.root)
@@ -414,7 +415,9 @@ class Engine:
             stream.close()
             raise
         if first is None:
-            if window is not None:
+            if section.paged:
+                self._empty_range(section, start)
+            elif window is not None and start is not None:
                 self._empty_window(section, start, window)
             return None
         return _prepend(first, stream)
@@ -436,6 +439,26 @@ class Engine:
             self._distrusted[section.name] = count
             self._mismatch(section, _past_count_text(count))
 
+    def _empty_range(self, section: Section, start: Key | None) -> None:
+        """A paged source's page found with no valid entry: a 404, logged and counted; the plan stands.
+
+        Rows deleted since the plan never make a keyed plan wrong: every row left still lies
+        in exactly one planned range, so the other pages are right as they are, and a page
+        found empty has no URL to lose (sitemap.xsd: a ``<urlset>`` holds one ``<url>`` at
+        least). Planning again now would move the ranges under a crawl that began from the
+        old index: its later pages would be the new plan's, and rows between the two plans'
+        starts on no page it fetches. The plan is made again by its usual triggers (the
+        TTL, ``invalidate()``, a declared version, a range that outgrew a file).
+        """
+        logger.warning(
+            "sitemap section %r: the page from %s lists no URL now (its rows deleted since the plan?): "
+            "a 404; the other pages keep their ranges",
+            section.name,
+            _from_key(start),
+        )
+        if self._on_count is not None:
+            self._on_count(section.name, "empty_pages")
+
     def _empty_window(self, section: Section, start: Key, window: int) -> None:
         """A listed window with no valid entry: its section is measured from now on, under this count.
 
@@ -444,19 +467,12 @@ class Engine:
         (there is no URL in it to lose); the mismatch is reported, and every plan after it
         measures the section until its count changes, so no index lists that file again.
         """
-        if section.paged:
-            # Rows deleted since the pages were planned: the plan is what must go.
-            problem = f"the page from {_where(start)} holds no valid entry (the source changed?)"
-            logger.warning("sitemap section %r: %s; planning its pages again", section.name, problem)
-            if self._on_mismatch is not None:
-                self._on_mismatch(section.name, problem)
-            return
         count = self._declared.get(section.name)
         if count is not None:
             self._distrusted[section.name] = count
         self._mismatch(section, f"{_window_text(start, window)} holds no valid entry")
 
-    def _outgrown(self, section: Section, start: Key, window: int, writer: PageWriter) -> None:
+    def _outgrown(self, section: Section, start: Key | None, window: int, writer: PageWriter) -> None:
         """A key range that holds more than one file: served up to the file's limits, its
         section planned again at the next request.
 
@@ -464,23 +480,23 @@ class Engine:
         push its last rows out of sight, onto no page, until the next plan. Up to a file's
         limits (50,000 URLs, ``max_page_bytes``) the page simply holds them all, and the plan
         stands: replanning after each insert would read the whole key index every time. A
-        range that outgrew a file cannot be served whole: its plan is what must go, as for a
-        page found empty (`_empty_window`), and the next request plans pages that fit. A
-        planned page of ``window`` rows that does not fit a file by itself is no growth:
-        that is ``page_size`` set too high for the bytes (`_overflow`).
+        range that outgrew a file cannot be served whole: its plan is what must go, and the
+        next request plans pages that fit. A planned page of ``window`` rows that does not
+        fit a file by itself is no growth: that is ``page_size`` set too high for the bytes
+        (`_overflow`).
         """
         if writer.consumed < window:
             self._overflow(section, start, writer)
             return
         problem = (
-            f"the page from {_where(start)} holds more than one file (rows added since the plan?): "
+            f"the page from {_from_key(start)} holds more than one file (rows added since the plan?): "
             f"its first {writer.count:,} URLs are served"
         )
         logger.warning("sitemap section %r: %s; planning its pages again", section.name, problem)
         if self._on_mismatch is not None:
             self._on_mismatch(section.name, problem)
 
-    def _overflow(self, section: Section, start: Key, writer: PageWriter) -> None:
+    def _overflow(self, section: Section, start: Key | None, writer: PageWriter) -> None:
         """A fixed window held more bytes than a file may: its tail cannot be served."""
         error = EntryError(
             "page over max_page_bytes",
@@ -543,13 +559,20 @@ def _window_text(start: Key, size: int) -> str:
     return f"the window of {size:,} raw entries from {_where(start)}"
 
 
-def _where(start: Key) -> str:
+def _where(start: Key | None) -> str:
+    if start is None:
+        return "the first key"  # a ranged page 1, read from below its planned first key
     return f"raw position {start:,}" if isinstance(start, int) else f"key {start!r}"
+
+
+def _from_key(start: Key | None) -> str:
+    """Where a paged source's page starts: a key, whatever its type."""
+    return "the first key" if start is None else f"key {start!r}"
 
 
 def _pull(
     section: Section,
-    start: Key,
+    start: Key | None,
     run_async: AsyncRunner,
     limit: int | None = None,
     *,

@@ -194,7 +194,7 @@ class Provider:
 
     def batches(
         self,
-        start: Key,
+        start: Key | None,
         run_async: AsyncRunner,
         limit: int | None = None,
         *,
@@ -202,7 +202,8 @@ class Provider:
         end: Key | None = None,
     ) -> Batches:
         """At most ``limit`` entries from ``start`` on, in growing batches: a raw position,
-        or a paged source's key (and a `ranged` one's keys stop before ``end``).
+        or a paged source's key (and a `ranged` one's keys stop before ``end``; its
+        ``start`` is ``None`` on page 1, whose range is open below).
 
         Closing the returned generator closes the provider's iterator too, so database
         cursors are released when a client goes away mid-page.
@@ -215,6 +216,7 @@ class Provider:
                 entries = partial(entries, end=end)
             result = self._resolve(run_async, partial(entries, start, limit or MAX_URLS))
         elif self.windowed:
+            assert start is not None
             result = self._call(run_async, base_url=base_url, offset=start, limit=limit)
         else:
             assert isinstance(start, int)
@@ -368,7 +370,7 @@ class Section:
 
     def batches(
         self,
-        start: Key,
+        start: Key | None,
         run_async: AsyncRunner,
         limit: int | None = None,
         *,

@@ -32,6 +32,7 @@ from .documents import Documents
 from .engine import Engine, PagePlan, index_files
 from .errors import ProviderError
 from .providers import AsyncRunner, Section
+from .sources import Key
 from .stats import Stats, logger
 from .web import rules
 from .web.compress import Gzip
@@ -205,9 +206,13 @@ class Service:
         plan = self._plan(section, prefix, run_async, until=number)
         if plan.pages < number:
             return None
-        start = plan.starts[number - 1]
-        # A paged source's page reads up to the next page's first key (`Engine.page`).
+        start: Key | None = plan.starts[number - 1]
+        # A paged source's page reads up to the next page's first key (`Engine.page`); one
+        # that reads whole ranges reads page 1 from below its first key, as the last page
+        # reads past its own: a row inserted before the first planned key shows at once.
         end = plan.starts[number] if section.paged and number < plan.pages else None
+        if number == 1 and section.paged and section.provider.ranged:
+            start = None
         return self.engine.page(section, start, run_async, prefix=prefix, window=plan.window, end=end)
 
     # -- the HTML overview -------------------------------------------------------------------

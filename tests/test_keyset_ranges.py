@@ -1,22 +1,29 @@
-"""A keyset page is its whole key range, so rows inserted after the plan are not hidden.
+"""A keyset page is its whole key range, so rows inserted or deleted after the plan lose no URL.
 
 The plan says where each page starts; page n is read from its first key up to page n+1's
-(the last page: from its first key on), never cut at ``page_size``, so a row inserted
-inside a planned range shows on its page at once, and on that page only. A range that
-grew past what one file holds is served up to the file's limits and its section planned
-again at the next request. Both providers, SQLite and PostgreSQL, both adapters.
+(page 1: from below its first key; the last page: from its first key on), never cut at
+``page_size``, so a row inserted inside (or below, or past) the planned ranges shows on its
+page at once, and on that page only. A range that grew past what one file holds is served
+up to the file's limits and its section planned again at the next request. Deleted rows
+never make a range wrong: a page whose rows are all gone is a 404 (logged and counted as
+``empty_pages``), and the other pages keep their ranges, so a crawl that started from an
+index finds every row that still exists. Both keysets (and ``from_sitemap`` over a QuerySet
+ordered by its key), SQLite and PostgreSQL, both adapters.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from django.contrib.sitemaps import Sitemap
 from sqlalchemy import Column, Integer, MetaData, Table, create_engine, delete, insert, select
 
 from sitemap_middleware import Sitemaps
+from sitemap_middleware.django import from_sitemap
 from sitemap_middleware.django import keyset as django_keyset
 from sitemap_middleware.sqlalchemy import keyset as sqlalchemy_keyset
 
@@ -45,6 +52,7 @@ class Rows:
 
     source: Callable[[], Any]
     insert: Callable[[list[int]], None]
+    delete: Callable[[list[int]], None]
 
 
 ranged = Table("ranged", MetaData(), Column("id", Integer, primary_key=True, autoincrement=False))
@@ -59,10 +67,27 @@ def sqlalchemy_rows(engine: Any) -> Rows:
         with engine.begin() as connection:
             connection.execute(insert(ranged), [{"id": key} for key in keys])
 
+    def remove(keys: list[int]) -> None:
+        with engine.begin() as connection:
+            connection.execute(delete(ranged).where(ranged.c.id.in_(keys)))
+
     def source() -> Any:
         return sqlalchemy_keyset(engine, select(ranged.c.id), key=ranged.c.id, entry=lambda row: path(row.id))
 
-    return Rows(source, add)
+    return Rows(source, add, remove)
+
+
+class StampedSitemap(Sitemap):  # type: ignore[type-arg]
+    """A Django ``Sitemap`` over a QuerySet ordered by its key: `from_sitemap` pages it by key."""
+
+    def __init__(self, alias: str) -> None:
+        self.alias = alias
+
+    def items(self) -> Any:
+        return Stamped.objects.using(self.alias).order_by("pk")
+
+    def location(self, item: Stamped) -> str:
+        return path(item.pk)
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +99,15 @@ def postgres_ranged(postgres_url: str) -> str:
     return postgres_url.replace("postgresql://", "postgresql+psycopg://").rsplit("/", 1)[0] + "/ranged"
 
 
-@pytest.fixture(params=["sqlalchemy-sqlite", "sqlalchemy-postgresql", "django-sqlite", "django-postgresql"])
+@pytest.fixture(
+    params=[
+        "sqlalchemy-sqlite",
+        "sqlalchemy-postgresql",
+        "django-sqlite",
+        "django-postgresql",
+        "from_sitemap-sqlite",
+    ]
+)
 def rows(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Rows]:
     provider, database = request.param.split("-")
     if provider == "sqlalchemy":
@@ -90,10 +123,15 @@ def rows(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Rows]:
     def add(keys: list[int]) -> None:
         Stamped.objects.using(alias).bulk_create(Stamped(id=key) for key in keys)
 
+    def remove(keys: list[int]) -> None:
+        Stamped.objects.using(alias).filter(id__in=keys).delete()
+
     def source() -> Any:
+        if provider == "from_sitemap":
+            return from_sitemap(StampedSitemap(alias))
         return django_keyset(Stamped.objects.using(alias), entry=lambda row: path(row.pk), lastmod=None)
 
-    yield Rows(source, add)
+    yield Rows(source, add, remove)
 
 
 @pytest.fixture
@@ -158,3 +196,39 @@ def test_a_range_grown_past_a_file_is_served_within_it_and_its_section_planned_a
     pages = served(client, 3)
     assert [loc for page in pages for loc in page] == listed([*PLANNED, 45])  # each row once
     assert [len(page) for page in pages] == [4, 4, 3]
+
+
+def test_a_row_inserted_below_the_first_planned_key_shows_on_page_1_at_once(make_client, rows):
+    sitemaps, client = planned_client(make_client, rows)
+    rows.insert([5])  # below page 1's first key (10), no invalidation
+    pages = served(client, 3)
+    assert pages == [listed([5, 10, 20, 30, 40]), listed([50, 60, 70, 80]), listed([90, 100])]
+    assert counter(sitemaps, "s", "count_mismatch") == 0  # the plan stands
+
+
+CRAWLED = [10 * n for n in range(1, 36)]  # 35 rows: pages of 10, 10, 10 and 5
+
+
+def test_a_crawl_from_an_index_finds_every_row_left_after_deletions(make_client, rows, caplog):
+    rows.insert(CRAWLED)
+    sitemaps = Sitemaps(base_url=BASE)
+    sitemaps.add_provider("s", rows.source(), page_size=10)
+    client = make_client(sitemaps)
+    index = locs(validate(client.get("/sitemap-index.xml").body))
+    assert len(index) == 4
+    gone = CRAWLED[10:20]  # every row of page 2
+    rows.delete(gone)
+    with caplog.at_level(logging.WARNING, logger="sitemap_middleware"):
+        answers = [client.get(loc.removeprefix(BASE)) for loc in index]
+    assert [answer.status for answer in answers] == [200, 404, 200, 200]  # page 2 has no URL to list
+    found = [loc for answer in answers if answer.status == 200 for loc in locs(validate(answer.body))]
+    assert found == listed([key for key in CRAWLED if key not in gone])  # each row left, once
+    assert counter(sitemaps, "s", "empty_pages") == 1
+    assert counter(sitemaps, "s", "count_mismatch") == 0
+    assert [r.getMessage() for r in caplog.records if "no URL" in r.getMessage()] == [
+        "sitemap section 's': the page from key 110 lists no URL now (its rows deleted since the plan?): "
+        "a 404; the other pages keep their ranges"
+    ]
+    # Deletions never make a range wrong: the plan stands until its TTL, invalidate() or a version.
+    assert locs(validate(client.get("/sitemap-index.xml").body)) == index
+    assert [client.get(loc.removeprefix(BASE)).status for loc in index] == [200, 404, 200, 200]

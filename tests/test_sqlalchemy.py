@@ -6,6 +6,8 @@ PostgreSQL runs the same source in tests/test_sqlalchemy_postgres.py.
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
@@ -246,6 +248,58 @@ def test_the_plan_is_one_query(make_client, engine):
     assert len(statements) == 1
 
 
+# -- rows the key cannot place ---------------------------------------------------------------------
+
+coded = Table(
+    "coded",
+    MetaData(),
+    Column("id", Integer, primary_key=True),
+    Column("code", Integer, unique=True, nullable=True),  # a unique key that may be NULL
+    Column("updated_at", DateTime, index=True),  # indexed: the plan walks it newest first
+)
+CODED = 1_000
+NULL_AT = 500  # the row whose code is NULL: SQLite sorts it first, PostgreSQL last
+
+
+def stock_codes(engine: Engine) -> None:
+    """``CODED`` rows of ``coded``, one of them with a NULL key."""
+    with engine.begin() as connection:
+        coded.drop(connection, checkfirst=True)
+        coded.create(connection)
+        rows = [
+            {"id": n, "code": None if n == NULL_AT else n, "updated_at": EPOCH + timedelta(minutes=n % 97)}
+            for n in range(CODED)
+        ]
+        connection.execute(insert(coded), rows)
+
+
+def check_null_keys_left_out(client_for: Callable[[Sitemaps], Any], engine: Engine, lastmod: bool) -> None:
+    """The rows with a key are all served, each once, in key order; the NULL one is left out."""
+    stock_codes(engine)
+    sitemaps = Sitemaps(base_url=BASE)
+    source = keyset(
+        engine,
+        select(coded.c.code),
+        key=coded.c.code,
+        entry=lambda row: f"/c/{row.code}",
+        lastmod=coded.c.updated_at if lastmod else None,
+    )
+    sitemaps.add_provider("codes", source, page_size=100)
+    client = client_for(sitemaps)
+    response = client.get("/sitemap-index.xml")
+    assert response.status == 200  # the section is listed: the only one, so a 404 says it was dropped
+    assert locs(validate(response.body)) == [f"{BASE}/sitemap-codes-{n}.xml" for n in range(1, 11)]
+    served = [loc for n in range(1, 11) for loc in locs(validate(client.get(f"/sitemap-codes-{n}.xml").body))]
+    assert served == [f"{BASE}/c/{n}" for n in range(CODED) if n != NULL_AT]  # 999 URLs
+
+
+@pytest.mark.parametrize("lastmod", [False, True], ids=["no-lastmod", "indexed-lastmod"])
+def test_rows_whose_key_is_null_are_left_out_and_every_other_row_served(make_client, tmp_path, lastmod):
+    engine = create_engine(f"sqlite:///{tmp_path / 'codes.sqlite3'}")
+    check_null_keys_left_out(make_client, engine, lastmod)
+    engine.dispose()
+
+
 # -- connections are released on every way out ---------------------------------------------------
 
 
@@ -409,3 +463,45 @@ def test_the_module_does_not_shadow_the_sqlalchemy_package():
 
     assert sqlalchemy.__name__ == "sqlalchemy" and hasattr(sqlalchemy, "create_engine")
     assert ours.__name__ == "sitemap_middleware.sqlalchemy"
+
+
+# SQLAlchemy 2.1 no longer installs greenlet, without which sqlalchemy.ext.asyncio cannot be
+# imported: a sync keyset must work without it (None in sys.modules makes an import fail).
+WITHOUT_GREENLET = """
+import sys
+sys.modules["greenlet"] = None
+from sqlalchemy import Column, Integer, MetaData, Table, create_engine, insert, select
+from werkzeug.test import Client
+from sitemap_middleware import Sitemaps
+from sitemap_middleware.sqlalchemy import keyset
+
+item = Table("item", MetaData(), Column("id", Integer, primary_key=True))
+engine = create_engine("sqlite://")
+item.metadata.create_all(engine)
+with engine.begin() as connection:
+    connection.execute(insert(item), [{"id": n} for n in range(3)])
+sitemaps = Sitemaps(base_url="https://shop.example")
+sitemaps.add_provider("items", keyset(engine, select(item), key=item.c.id, entry=lambda row: f"/i/{row.id}"))
+response = Client(sitemaps.wsgi(lambda environ, start_response: [])).get("/sitemap-items-1.xml")
+try:
+    import sqlalchemy.ext.asyncio
+except ImportError:
+    print("no asyncio", file=sys.stderr)
+sys.stdout.write(f"{response.status_code}\\n{response.get_data(as_text=True)}")
+"""
+
+
+def test_a_sync_keyset_needs_no_greenlet():
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-c", WITHOUT_GREENLET],
+        cwd=Path(__file__).parent.parent,  # this checkout's package
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip() == "no asyncio"  # the environment is SQLAlchemy 2.1's without greenlet
+    status, body = done.stdout.split("\n", 1)
+    assert status == "200"
+    assert locs(validate(body.encode())) == [f"{BASE}/i/{n}" for n in range(3)]

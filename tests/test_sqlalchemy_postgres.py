@@ -32,6 +32,7 @@ from .test_sqlalchemy import (
     Counted,
     big_page_source,
     catalogue_rows,
+    check_null_keys_left_out,
     check_served,
     checked_out,
     expected_pages,
@@ -104,9 +105,8 @@ def test_the_sql_for_page_n_seeks_by_key_and_skips_no_row_with_offset(make_clien
     assert client.get(f"/sitemap-products-{number}.xml").status == 200
     [(sql, parameters)] = statements
     flat = " ".join(sql.split())
-    seek = re.search(r"product\.id >= %\((\w+)\)s", flat)
-    assert seek is not None, flat
-    assert parameters[seek.group(1)] == pages[number - 1][0]["id"]  # from the page's first key
+    seek = re.search(r"product\.id >= %\((\w+)\)s", flat)  # from the page's first key (page 1: below it)
+    assert (seek and parameters[seek.group(1)]) == (pages[number - 1][0]["id"] if number > 1 else None)
     end = re.search(r"product\.id < %\((\w+)\)s", flat)  # to the next page's (none: the last)
     assert (end and parameters[end.group(1)]) == (pages[number][0]["id"] if number < len(pages) else None)
     limit = re.search(r"ORDER BY product\.id LIMIT %\((\w+)\)s", flat)
@@ -124,6 +124,11 @@ def test_the_plan_on_postgres_seeks_each_page_start_by_key_and_offsets_only_with
     [offset] = re.findall(r"LIMIT %\((\w+)\)s(?:::INTEGER)? OFFSET %\((\w+)\)s", flat)  # the step
     assert (parameters[offset[0]], parameters[offset[1]]) == (1, PAGE)
     assert flat.count("OFFSET") == 1 and flat.count("product.id >= sitemap_pages.first") == 2
+
+
+@pytest.mark.parametrize("lastmod", [False, True], ids=["no-lastmod", "indexed-lastmod"])
+def test_rows_whose_key_is_null_are_left_out_where_nulls_sort_last(make_client, engine, lastmod):
+    check_null_keys_left_out(make_client, engine, lastmod)
 
 
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])

@@ -23,6 +23,19 @@ and no heartbeat watching them counts it as silence::
 
     with off_the_clock():
         store.get(key)                          # however slow, never the provider's stall
+
+A thread given up on keeps running (Python cannot stop one), but what it waits on may be
+stopped: a database can cancel the statement the thread is blocked in. The side that gives
+up calls `Abandon.abandon`; code that blocks says how it can be stopped for as long as it
+blocks, and is stopped if its thread is abandoned meanwhile::
+
+    abandon = Abandon()
+    context = abandon.enter(heartbeat.context())
+    ...                                         # in the thread, under that context:
+    with cancel_on_abandon(connection.interrupt):
+        cursor.execute(sql)                     # interrupted if the thread is abandoned
+    ...
+    abandon.abandon()                           # the waiting side: a stall, it gives up
 """
 
 from __future__ import annotations
@@ -30,15 +43,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import anyio
 
 from ..errors import ProviderError
+from ..stats import logger
 
-__all__ = ["THREAD_GRACE", "Heartbeat", "beat", "off_the_clock", "thread_deadline", "within"]
+__all__ = [
+    "CANCEL_RETRIES",
+    "THREAD_GRACE",
+    "Abandon",
+    "Heartbeat",
+    "beat",
+    "cancel_on_abandon",
+    "off_the_clock",
+    "thread_deadline",
+    "within",
+]
 
 T = TypeVar("T")
 
@@ -52,6 +78,14 @@ THREAD_GRACE = 0.5
 _CURRENT: contextvars.ContextVar[tuple[Heartbeat, ...]] = contextvars.ContextVar(
     "sitemap_heartbeats", default=()
 )
+
+
+# Seconds between two cancels of work that has not ended yet: a cancel that lands just
+# before its statement starts is lost (SQLite's interrupt, a PostgreSQL cancel request).
+CANCEL_RETRIES = (0.05, 0.1, 0.2, 0.4, 0.8)
+
+# Who stops waiting for the code running in this context, if anyone does (`Abandon`).
+_ABANDON: contextvars.ContextVar[Abandon | None] = contextvars.ContextVar("sitemap_abandon", default=None)
 
 
 def thread_deadline(timeout: float | None) -> float | None:
@@ -133,3 +167,80 @@ def beat() -> None:
         now = time.monotonic()
         for heartbeat in heartbeats:
             heartbeat.last = now
+
+
+class Abandon:
+    """How the side waiting for a thread tells the work in it that nobody waits any more.
+
+    Whatever the work registered (`cancel_on_abandon`) is called once it is abandoned, in
+    a thread of its own: a cancel may be a network round trip (PostgreSQL's cancel request
+    opens a connection), and the side that gives up may be an event loop. It is called
+    again (`CANCEL_RETRIES`) while its block still runs. A cancel runs only while its block
+    runs: the block cannot end, and its connection go back to a pool for another statement
+    to meet the cancel, until the cancel has returned.
+    """
+
+    __slots__ = ("_abandoned", "_cancels", "_ended", "_lock")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ended = threading.Condition(self._lock)  # a block ended
+        self._cancels: list[Callable[[], object]] = []
+        self._abandoned = False
+
+    def enter(self, context: contextvars.Context) -> contextvars.Context:
+        """``context``, in which `cancel_on_abandon` registers with this one."""
+        context.run(_ABANDON.set, self)
+        return context
+
+    def abandon(self) -> None:
+        """Nobody waits for the work any more: cancel what it is blocked in (once)."""
+        with self._lock:
+            if self._abandoned:
+                return
+            self._abandoned = True
+            if not self._cancels:
+                return
+        threading.Thread(target=self._cancel, name="sitemap-cancel", daemon=True).start()
+
+    def _cancel(self) -> None:
+        with self._lock:  # held while cancels run (released while waiting): no block ends meanwhile
+            for delay in CANCEL_RETRIES:
+                for cancel in self._cancels:
+                    try:
+                        cancel()
+                    except Exception as error:  # the statement runs on; nothing else can be done
+                        logger.warning("sitemap: cancelling an abandoned statement failed: %r", error)
+                self._ended.wait_for(lambda: not self._cancels, delay)
+                if not self._cancels:
+                    return
+
+    def _register(self, cancel: Callable[[], object]) -> None:
+        with self._lock:
+            if self._abandoned:
+                raise TimeoutError("abandoned past its deadline: nothing more is started")
+            self._cancels.append(cancel)
+
+    def _unregister(self, cancel: Callable[[], object]) -> None:
+        with self._lock:
+            self._cancels.remove(cancel)
+            self._ended.notify_all()
+
+
+@contextmanager
+def cancel_on_abandon(cancel: Callable[[], object] | None) -> Iterator[None]:
+    """Within the block, ``cancel()`` is called if the thread running it is abandoned.
+
+    Outside an abandonable thread (a WSGI request thread, an event loop), or with ``cancel``
+    ``None`` (a driver that cannot cancel), it does nothing. In a thread already abandoned
+    it raises `TimeoutError` instead of letting the block start.
+    """
+    abandon = _ABANDON.get()
+    if abandon is None or cancel is None:
+        yield
+        return
+    abandon._register(cancel)
+    try:
+        yield
+    finally:
+        abandon._unregister(cancel)

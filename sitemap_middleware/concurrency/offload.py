@@ -31,7 +31,7 @@ import anyio.lowlevel
 import anyio.to_thread
 from anyio.lowlevel import RunVar
 
-from .deadlines import Heartbeat, thread_deadline, within
+from .deadlines import Abandon, Heartbeat, thread_deadline, within
 from .steps import Busy, Wait
 
 __all__ = [
@@ -154,10 +154,11 @@ class ThreadCalls:
         chunk = await calls.run(partial(next, chunks))     # TimeoutError: a stall
 
     An abandoned thread keeps its token until it really returns: threads stuck in a
-    hung provider never number more than the limiter's tokens.
+    hung provider never number more than the limiter's tokens; what it blocks in is
+    cancelled where it can be (`deadlines.Abandon`), so it returns soon.
     """
 
-    __slots__ = ("_context", "_deadline", "_heartbeat", "_limiter", "_scope", "_timeout")
+    __slots__ = ("_abandon", "_context", "_deadline", "_heartbeat", "_limiter", "_scope", "_timeout")
 
     def __init__(self, limiter: anyio.CapacityLimiter, timeout: float | None) -> None:
         self._limiter = limiter
@@ -165,7 +166,8 @@ class ThreadCalls:
         self._deadline = thread_deadline(timeout)
         self._heartbeat = Heartbeat()
         # One context for every call: the calls run one after another, never at once.
-        self._context = self._heartbeat.context()
+        self._abandon = Abandon()
+        self._context = self._abandon.enter(self._heartbeat.context())
         self._scope: anyio.CancelScope | None = None
 
     async def keep(self) -> None:
@@ -205,7 +207,9 @@ class ThreadCalls:
                     self._scope = None
             raise TimeoutError(f"no progress for {deadline} s")
         finally:
-            lease.give_back()
+            if lease.give_back():
+                # Past the deadline, or the request is gone: nobody takes this call's result.
+                self._abandon.abandon()
 
 
 class _Lease:
@@ -243,12 +247,14 @@ class _Lease:
                 with contextlib.suppress(Exception):  # the loop may be gone by now
                     anyio.from_thread.run_sync(self._limiter.release_on_behalf_of, self, token=self._token)
 
-    def give_back(self) -> None:
+    def give_back(self) -> bool:
+        """Done with on the loop's side; ``True`` if the thread is still running (abandoned)."""
         with self._lock:
             self._abandoned = True
             if self._running:
-                return  # the thread gives it back when it returns
+                return True  # the thread gives it back when it returns
         self._limiter.release_on_behalf_of(self)
+        return False
 
 
 def raise_unwrapped(errors: BaseExceptionGroup[BaseException]) -> NoReturn:

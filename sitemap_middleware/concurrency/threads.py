@@ -11,7 +11,9 @@ producing batches, but no more than ``timeout`` (and a grace) without one::
 
 A helper stuck in a hung provider stays stuck (Python cannot stop a thread), but it is
 a daemon, never joined at exit, and at most ``size`` of them exist: once all are stuck,
-cold renders get a 503 after the deadline while cached documents are still served.
+cold renders get a 503 after the deadline while cached documents are still served. What
+an abandoned helper is blocked in is cancelled where it can be (`deadlines.Abandon`: a
+keyset's statement), so it comes back soon.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any, Generic, TypeVar
 
 from ..errors import ProviderError
 from ..web.replies import Reply
-from .deadlines import Heartbeat, thread_deadline
+from .deadlines import Abandon, Heartbeat, thread_deadline
 
 __all__ = ["HelperStream", "Helpers"]
 
@@ -79,7 +81,8 @@ class Helpers:
         that merely waited its turn, nor wait forever when every helper is stuck.
         """
         heartbeat = Heartbeat()
-        job = _Job(partial(heartbeat.context().run, func))
+        abandon = Abandon()
+        job = _Job(partial(abandon.enter(heartbeat.context()).run, func))
         self._jobs.put(job)
         self._start_thread()
         if not job.started.wait(timeout) and job.cancel():
@@ -91,6 +94,7 @@ class Helpers:
         else:
             while not job.done.wait(deadline - heartbeat.silent_for()):
                 if heartbeat.silent_for() >= deadline:
+                    abandon.abandon()
                     raise TimeoutError(f"no progress for {deadline} s")
         if job.error is not None:
             raise job.error

@@ -1,6 +1,6 @@
 """Models with the key and lastmod shapes a keyset meets: an int pk, a UUID pk, a unique
 string, a unique key that may be NULL, a datetime lastmod and a date one, and a lastmod
-that may be NULL, with and without an index on it."""
+that may be NULL, with and without an index on it; and a relation whose join repeats a key."""
 
 from __future__ import annotations
 
@@ -50,3 +50,11 @@ class IndexedStamped(models.Model):
 
     def get_absolute_url(self) -> str:
         return f"/s/{self.pk}/"
+
+
+class Review(models.Model):
+    """A product's review: a QuerySet joined through it (``filter(review__stars=5)``, without
+    ``distinct()``) repeats each product once per review."""
+
+    product = models.ForeignKey(Product, on_delete=models.CASCADE)
+    stars = models.SmallIntegerField(default=5)
