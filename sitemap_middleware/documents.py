@@ -176,7 +176,7 @@ class Documents:
                     del self._growing[resource.key]
 
         recording = Recording(chunks, self.compression.writer(), store=store, flight=flight)
-        growing = Growing(resource.key, recording, ended, self.compression.inflate)
+        growing = Growing(resource.key, recording, ended, self.compression.inflater)
         with self._lock:
             self._growing[resource.key] = growing
         return growing

@@ -74,7 +74,7 @@ def read_all(reader: Reader) -> bytes:
 def test_readers_of_either_representation_read_the_whole_document_at_their_own_pace() -> None:
     production = Chunks(5)
     ended = []
-    growing = Growing("page|p|1", production, ended.append, GZIP.inflate)
+    growing = Growing("page|p|1", production, ended.append, GZIP.inflater)
     early, gzipped = growing.reader(gzip=False), growing.reader(gzip=True)
     growing.step()
     assert early.take() == identity_of(1)
@@ -95,7 +95,7 @@ def test_readers_of_either_representation_read_the_whole_document_at_their_own_p
 
 def test_a_reader_is_handed_a_long_document_a_piece_at_a_time() -> None:
     production = Chunks(4000)  # ~3.7 MB identity
-    growing = Growing("page|p|1", production, lambda _: None, GZIP.inflate)
+    growing = Growing("page|p|1", production, lambda _: None, GZIP.inflater)
     during, after = growing.reader(gzip=False), growing.reader(gzip=False)
     for _ in range(2000):
         growing.step()
@@ -109,7 +109,7 @@ def test_a_reader_is_handed_a_long_document_a_piece_at_a_time() -> None:
 
 def test_an_error_reaches_each_reader_after_what_came_before_it() -> None:
     production = Chunks(5, fail_at=2)
-    growing = Growing("page|p|1", production, lambda _: None, GZIP.inflate)
+    growing = Growing("page|p|1", production, lambda _: None, GZIP.inflater)
     reader = growing.reader(gzip=False)
     growing.step(), growing.step()
     with pytest.raises(ProviderError):
@@ -122,7 +122,7 @@ def test_an_error_reaches_each_reader_after_what_came_before_it() -> None:
 
 def test_the_render_stops_when_its_last_reader_leaves() -> None:
     production = Chunks(5)
-    growing = Growing("page|p|1", production, lambda _: None, GZIP.inflate)
+    growing = Growing("page|p|1", production, lambda _: None, GZIP.inflater)
     first, second = growing.reader(gzip=True), growing.reader(gzip=False)
     growing.step()
     first.close()
@@ -134,7 +134,7 @@ def test_the_render_stops_when_its_last_reader_leaves() -> None:
 
 def test_a_render_cut_while_a_step_runs_is_closed_by_that_step_when_it_returns() -> None:
     production = Chunks(5, hold=1)
-    growing = Growing("page|p|1", production, lambda _: None, GZIP.inflate)
+    growing = Growing("page|p|1", production, lambda _: None, GZIP.inflater)
     reader = growing.reader(gzip=False)
     growing.step()
     stuck = threading.Thread(target=growing.step)
@@ -152,7 +152,7 @@ def test_a_render_cut_while_a_step_runs_is_closed_by_that_step_when_it_returns()
 
 def test_a_sync_reader_makes_the_bytes_it_needs_when_no_other_thread_does() -> None:
     production = Chunks(3)
-    growing = Growing("page|p|1", production, lambda _: None, GZIP.inflate)
+    growing = Growing("page|p|1", production, lambda _: None, GZIP.inflater)
     body = SyncReader(growing.reader(gzip=False), lambda step: step(), stall_after=5.0)
     assert b"".join(body) == identity_of(3)
     body.close()
@@ -161,7 +161,7 @@ def test_a_sync_reader_makes_the_bytes_it_needs_when_no_other_thread_does() -> N
 
 def test_a_sync_reader_whose_client_leaves_first_ends_a_render_nobody_reads() -> None:
     production = Chunks(3)
-    growing = Growing("page|p|1", production, lambda _: None, GZIP.inflate)
+    growing = Growing("page|p|1", production, lambda _: None, GZIP.inflater)
     body = SyncReader(growing.reader(gzip=False), lambda step: step(), stall_after=5.0)
     assert next(body) == identity_of(1)
     body.close()

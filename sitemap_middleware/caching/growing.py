@@ -6,20 +6,23 @@ the render itself: a client that stops reading holds its socket and nothing else
 clients that ask while it renders get its first bytes at once and finish when it does
 (nginx's proxy buffering, with the stored document as the buffer)::
 
-    growing = Growing(key, production, on_end, inflate)   # production: what makes the parts
+    growing = Growing(key, production, on_end, inflater)  # production: what makes the parts
     reader = growing.reader(gzip=True)          # one per client: a position, nothing more
     growing.step()                              # the producer: one chunk more (any thread)
-    reader.take()                               # what was made since this reader's last take
+    reader.take()                               # at most MOST bytes made since the last take
     reader.close()                              # the last reader gone: the render stops
 
-Each step appends a chunk in both representations: the identity bytes and their gzip
-piece (each piece flushed, `web.compress.GzipWriter`), so a reader of either kind is sent
-what exists as soon as it exists. Steps are taken one at a time (a lock) by whoever drives
-the render: the ASGI adapter's producer task, in render threads, at the provider's pace;
-under WSGI, whichever reader needs the next bytes first (`SyncReader`), so a client that
-stops reading never holds the others. The parts are held while the render runs and for
-as long as a reader is behind: memory is bounded by the renders in flight times one
-document, whatever the number of readers.
+The document grows once, as the gzip pieces of the body being stored (each flushed,
+`web.compress.GzipWriter`, so what exists can be read at once); a gzip reader is sent
+them, an identity reader inflates them as it goes with a decompressor of its own (an
+inflated copy kept for identity readers would double a render's memory, for the readers
+a hostile client opens most cheaply). Steps are taken one at a time (a lock) by whoever
+drives the render: the ASGI adapter's producer task, in render threads, at the
+provider's pace; under WSGI, whichever reader needs the next bytes first (`SyncReader`),
+so a client that stops reading never holds the others. Once complete, readers go on in
+the stored body itself; a reader is handed at most `MOST` bytes a take, so a slow client
+costs no more than that in the server's buffers. Memory is bounded by the renders in
+flight times one (gzip) document, whatever the number of readers.
 """
 
 from __future__ import annotations
@@ -71,17 +74,16 @@ class Growing:
         key: str,
         production: Production,
         on_end: Callable[[Growing], None],
-        inflate: Callable[[bytes], Iterator[bytes]],
+        inflater: Callable[[], Inflater],
     ) -> None:
         self.key = key
         self._production = production
         self._on_end = on_end
-        self._inflate = inflate  # a complete gzip body's identity bytes, piece by piece
+        self._inflater = inflater  # a fresh gzip decompressor, for each identity reader
         self._changed = threading.Condition()
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._complete: bytes | None = None  # the stored gzip body, once complete
         self._stepping = threading.Lock()  # one step at a time, on whatever thread
-        self._identity: list[bytes] = []
         self._gzip: list[bytes] = []
         self._ended = False
         self._error: BaseException | None = None
@@ -129,7 +131,6 @@ class Growing:
             with self._changed:
                 cut = self._ended  # `fail` ended it while this step ran in an abandoned thread
                 if not cut:
-                    self._identity.append(parts[0])
                     self._gzip.append(parts[1])
                     self.made += len(parts[0])
                     self.last_growth = time.monotonic()
@@ -173,7 +174,7 @@ class Growing:
             if tail is not None:
                 # Complete: readers go on in the stored body, and the parts go (`Reader.rest`).
                 self._complete = self._production.body()
-                self._gzip, self._identity = [], []
+                self._gzip = []
             self._error = error
             self._notify()
         try:
@@ -199,7 +200,7 @@ class Growing:
         """A new reader from the start of the document (its first, made with it)."""
         with self._changed:
             self._readers += 1
-        return Reader(self, gzip)
+        return Reader(self, None if gzip else self._inflater())
 
     def join(self, *, gzip: bool) -> Reader | None:
         """A new reader, unless the render has ended (the store answers then, or nobody)."""
@@ -207,36 +208,37 @@ class Growing:
             if self._ended:
                 return None
             self._readers += 1
-        return Reader(self, gzip)
+        return Reader(self, None if gzip else self._inflater())
 
-    def _take(self, reader: Reader) -> bytes | None:
-        """At most `MOST` bytes past ``reader``'s position (``b""``: none yet), ``None`` once it
-        has them all; raises what ended the render, once what came before is taken."""
-        parts = self._gzip if reader.gzip else self._identity
+    def _next_gzip(self, reader: Reader) -> bytes | None:
+        """At most `MOST` gzip bytes past ``reader``'s position (``b""``: none yet), ``None``
+        once it has them all; raises what ended the render, once what came before is taken."""
         with self._changed:
             complete = self._complete
+            parts = self._gzip
             end = len(parts)
             error = self._error
             ended = self._ended
-        if complete is None:
-            if reader.index < end:
-                taken: list[bytes] = []
-                size, index = 0, reader.index
-                while index < end and (not taken or size + len(parts[index]) <= MOST):
-                    taken.append(parts[index])
-                    size += len(parts[index])
-                    index += 1
-                reader.index, reader.offset = index, reader.offset + size
-                return b"".join(taken)
-            if error is not None:
-                raise error
-            return None if ended else b""
-        return reader.rest(complete, self._inflate)
+        if complete is not None:
+            data = complete[reader.offset : reader.offset + MOST]
+            reader.offset += len(data)
+            return data or None
+        if reader.index < end:
+            taken: list[bytes] = []
+            size, index = 0, reader.index
+            while index < end and (not taken or size + len(parts[index]) <= MOST):
+                taken.append(parts[index])
+                size += len(parts[index])
+                index += 1
+            reader.index, reader.offset = index, reader.offset + size
+            return b"".join(taken)
+        if error is not None:
+            raise error
+        return None if ended else b""
 
     def _wait(self, reader: Reader, timeout: float) -> None:
-        parts = self._gzip if reader.gzip else self._identity
         with self._changed:
-            if self._complete is None and len(parts) <= reader.index and not self._ended:
+            if self._complete is None and len(self._gzip) <= reader.index and not self._ended:
                 self._changed.wait(timeout)
 
     async def _wait_async(self, reader: Reader, timeout: float) -> None:
@@ -246,9 +248,8 @@ class Growing:
             await anyio.sleep(min(timeout, 0.01))
             return
         woken = loop.create_future()
-        parts = self._gzip if reader.gzip else self._identity
         with self._changed:
-            if self._complete is not None or len(parts) > reader.index or self._ended:
+            if self._complete is not None or len(self._gzip) > reader.index or self._ended:
                 return
             self._waiters.append((loop, woken))
         try:
@@ -277,31 +278,62 @@ def _wake(woken: asyncio.Future[None]) -> None:
         woken.set_result(None)
 
 
+class Inflater(Protocol):
+    """A gzip decompressor (`zlib.decompressobj`, or ISA-L's)."""
+
+    @property
+    def unconsumed_tail(self) -> bytes: ...
+
+    def decompress(self, data: bytes, max_length: int = ...) -> bytes: ...
+
+    def flush(self) -> bytes: ...
+
+
 class Reader:
     """One client's position in a growing document: what it has not yet been sent.
 
-    While the document renders, a position in its parts; once it is complete, in the
-    stored gzip body: a gzip reader slices it, an identity reader inflates it afresh,
-    piece by piece, from the start (what it was sent already is skipped), so a reader
-    who is behind holds no bytes of its own.
+    The document grows as gzip, once (the parts of the stored body); a gzip reader is
+    sent those bytes, an identity reader inflates them as it goes, with a decompressor of
+    its own, so no reader, however far behind, holds a copy of the page. Once the render
+    is complete, a reader goes on in the stored body itself.
     """
 
-    __slots__ = ("_closed", "_inflating", "_pending", "growing", "gzip", "index", "offset")
+    __slots__ = ("_closed", "_done", "_inflater", "_unconsumed", "growing", "index", "offset")
 
-    def __init__(self, growing: Growing, gzip: bool) -> None:
+    def __init__(self, growing: Growing, inflater: Inflater | None) -> None:
         self.growing = growing
-        self.gzip = gzip
-        self.index = 0  # parts taken, while the document renders
-        self.offset = 0  # bytes taken, in this reader's representation
-        self._inflating: Iterator[bytes] | None = None
-        self._pending = b""
+        self._inflater = inflater  # None: a gzip reader
+        self.index = 0  # gzip parts taken, while the document renders
+        self.offset = 0  # gzip bytes taken
+        self._unconsumed = b""  # gzip bytes not inflated yet (an identity piece is at most MOST)
+        self._done = False
         self._closed = False
+
+    @property
+    def gzip(self) -> bool:
+        return self._inflater is None
 
     def take(self) -> bytes | None:
         """At most `MOST` bytes made since the last take (``b""``: none yet), or ``None``
         once this reader has the whole document; raises what ended the render, once
         what came before it is taken."""
-        return self.growing._take(self)
+        inflater = self._inflater
+        while not self._done:
+            if self._unconsumed:
+                data: bytes | None = self._unconsumed
+                self._unconsumed = b""
+            else:
+                data = self.growing._next_gzip(self)
+            if data is None:
+                self._done = True
+                return None if inflater is None else (inflater.flush() or None)
+            if not data or inflater is None:
+                return data
+            identity = inflater.decompress(data, MOST)
+            self._unconsumed = inflater.unconsumed_tail
+            if identity:
+                return identity
+        return None
 
     def wait(self, timeout: float) -> None:
         """Block until the document grew past this reader, ended, or ``timeout`` passed."""
@@ -311,33 +343,10 @@ class Reader:
         """`wait` on an event loop: woken by the render itself, whatever thread it runs on."""
         await self.growing._wait_async(self, timeout)
 
-    def rest(self, complete: bytes, inflate: Callable[[bytes], Iterator[bytes]]) -> bytes | None:
-        """The next bytes past `offset` of the complete document (``None``: no more)."""
-        if self.gzip:
-            data = complete[self.offset : self.offset + MOST]
-            self.offset += len(data)
-            return data or None
-        if self._inflating is None:
-            self._inflating = inflate(complete)
-            skip = self.offset
-            while skip:
-                piece = next(self._inflating, b"")
-                if not piece:
-                    return None
-                if len(piece) > skip:
-                    self._pending = piece[skip:]
-                    break
-                skip -= len(piece)
-        data = self._pending or next(self._inflating, b"")
-        self._pending = data[MOST:]
-        data = data[:MOST]
-        self.offset += len(data)
-        return data or None
-
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            self._inflating = None
+            self._inflater = None
             self.growing._left()
 
 

@@ -89,6 +89,10 @@ class Gzip:
         """A stored gzip body inflated whole; ``size``: its identity length, known in advance."""
         return self.module.decompress(data, _GZIP_WBITS, max(size, 1))  # type: ignore[no-any-return]
 
+    def inflater(self) -> zlib._Decompress:
+        """A fresh gzip decompressor (what `inflate` uses), for bytes that arrive in pieces."""
+        return self.module.decompressobj(_GZIP_WBITS)  # type: ignore[no-any-return]
+
     def inflate(self, data: bytes) -> Iterator[bytes]:
         """Inflate a stored gzip body piece by piece, so identity never sits whole in memory."""
         inflater = self.module.decompressobj(_GZIP_WBITS)
