@@ -66,14 +66,20 @@ async def stream_body(
                     raise Busy(f"no render thread came free in {timeout} s: page aborted") from None
                 if chunk is _DONE:
                     break
-                with anyio.move_on_after(send_timeout) as sending:
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                if sending.cancelled_caught:
-                    raise TimeoutError(f"the client took no chunk for {send_timeout} s: aborted")
+                assert isinstance(chunk, bytes)
+                await _send_within(send, chunk, send_timeout)
             await send({"type": "http.response.body", "body": b""})
             group.cancel_scope.cancel()
     except BaseExceptionGroup as errors:
         raise_unwrapped(errors)
+
+
+async def _send_within(send: Callable[[Message], Awaitable[None]], data: bytes, send_timeout: float) -> None:
+    """One more chunk of the body, or `TimeoutError` if the client takes none for ``send_timeout`` s."""
+    with anyio.move_on_after(send_timeout) as sending:
+        await send({"type": "http.response.body", "body": data, "more_body": True})
+    if sending.cancelled_caught:
+        raise TimeoutError(f"the client took no chunk for {send_timeout} s: aborted")
 
 
 def _next_bytes(chunks: Iterator[bytes]) -> bytes | object:
@@ -127,13 +133,10 @@ async def send_growing(
         async with anyio.create_task_group() as group:
             group.start_soon(_cancel_on_disconnect, receive, group.cancel_scope)
             while (data := reader.take()) is not None:
-                if not data:
+                if data:
+                    await _send_within(send, data, send_timeout)
+                else:
                     await reader.wait_async(_WAKE_AT_LEAST)
-                    continue
-                with anyio.move_on_after(send_timeout) as sending:
-                    await send({"type": "http.response.body", "body": data, "more_body": True})
-                if sending.cancelled_caught:
-                    raise TimeoutError(f"the client took no chunk for {send_timeout} s: aborted")
             await send({"type": "http.response.body", "body": b""})
             group.cancel_scope.cancel()
     except BaseExceptionGroup as errors:
