@@ -172,7 +172,7 @@ class Growing:
         with self._changed:
             self._ended = True
             if tail is not None:
-                # Complete: readers go on in the stored body, and the parts go (`Reader.rest`).
+                # Complete: readers go on in the stored body itself, and the parts go.
                 self._complete = self._production.body()
                 self._gzip = []
             self._error = error
