@@ -25,14 +25,17 @@ def test_a_ticket_never_runs_ahead_of_the_generation_it_guards():
     tokens = [store.generation("products")]  # the generation after n invalidations is tokens[n]
     seen: list[tuple[int, str]] = []
     done = threading.Event()
+    watching = threading.Event()  # on a loaded machine the watcher may start late: wait for it
 
     def invalidating() -> None:
+        assert watching.wait(30)
         for _ in range(20_000):
             store.invalidate("products")
             tokens.append(store.generation("products"))
         done.set()
 
     def requesting() -> None:
+        watching.set()
         while not done.is_set():
             ticket = replays.ticket()  # as an answer begins
             seen.append((ticket, store.generation("products")))  # then reads the generation
