@@ -31,7 +31,7 @@ That MAX reads every row's lastmod: 2 of the 2.5 s a 10M-row plan took in SQLite
 ``Table`` declares an index led by the lastmod column (``Column(..., index=True)`` or an
 ``Index``, created in the database too) and the key is an integer, the plan reads rows
 newest first over that index instead, until every page has its newest
-(`sitemap_middleware.newest`: 0.2 s at 10M rows), and takes MAX only for the pages that
+(`sitemap_middleware.sql.newest_first`: 0.2 s at 10M rows), and takes MAX only for the pages that
 walk leaves (lastmods that rise with the key, a page never updated). Without the index
 the lastmods are the same, read the slower way.
 
@@ -66,11 +66,11 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.sql.elements import ColumnElement
 
-from sitemap_middleware.cancelling import backend_pid, cancellable, canceller, shielded
 from sitemap_middleware.concurrency.deadlines import cancel_on_abandon
 from sitemap_middleware.errors import ConfigurationError
-from sitemap_middleware.newest import WALK_BATCH, NewestFirst, walk_limit
 from sitemap_middleware.sources import Key, PageStart, key_not_unique
+from sitemap_middleware.sql.cancelling import backend_pid, cancellable, canceller, shielded
+from sitemap_middleware.sql.newest_first import WALK_BATCH, NewestFirst, walk_limit
 from sitemap_middleware.sqlalchemy_columns import codec, column_of, declared_unique, indexed, one_entity
 
 __all__ = ["AsyncKeyset", "Keyset", "keyset"]
@@ -107,7 +107,7 @@ class _Keyset:
             )
         key_type = key_column.type
         self._encode, self._decode = codec(key_type.python_type, key_type)
-        # Newest first over the lastmod's index (`sitemap_middleware.newest`): only where the
+        # Newest first over the lastmod's index (`sitemap_middleware.sql.newest_first`): only where the
         # table declares one, and for integer keys, whose order Python shares.
         self._walks = (
             lastmod is not None and key_type.python_type is int and indexed(column_of(lastmod, "lastmod"))
@@ -195,7 +195,7 @@ class _Keyset:
         return select(func.max(page.subquery().c.lastmod)).scalar_subquery()
 
     def _walk(self, pages: int, page_size: int) -> Statement:
-        """(key, lastmod), newest first, NULL lastmods left out: `sitemap_middleware.newest`."""
+        """(key, lastmod), newest first, NULL lastmods left out: `sitemap_middleware.sql.newest_first`."""
         lastmod: Any = self._lastmod
         return (
             self._statement.with_only_columns(self._key, lastmod, maintain_column_froms=True)
@@ -284,7 +284,7 @@ class Keyset(_Keyset):
                 result.close()
 
     def _canceller(self, session: Session) -> Callable[[], object] | None:
-        """How to cancel the statement ``session``'s connection runs (`sitemap_middleware.cancelling`)."""
+        """How to cancel the statement ``session``'s connection runs (`sitemap_middleware.sql.cancelling`)."""
         connection = session.connection(bind_arguments={"clause": self._statement})
         return canceller(connection.connection.dbapi_connection)
 

@@ -30,7 +30,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from typing import Generic, TypeVar
 
-__all__ = ["BATCH", "NewestFirst", "walk_limit"]
+__all__ = ["BATCH", "WALK_BATCH", "NewestFirst", "walk_limit"]
 
 T = TypeVar("T")
 
