@@ -46,13 +46,13 @@ def keyset(
     - ``entry``: a row to its entry (a `Url`, a loc, a mapping); by default
       ``Url(row.get_absolute_url(), lastmod=<the lastmod field>)``. With ``USE_TZ = False``
       a naive lastmod it returns is in ``TIME_ZONE``, as Django's are, and published in
-      UTC (`time_zones`; about 2 µs an entry, nothing with ``USE_TZ``).
+      UTC (`time_zones`: a conversion per entry, none with ``USE_TZ``).
     - ``key``: the unique field pages are ranges of (``pk``, or any unique field).
     - ``lastmod``: the field whose newest value per page the index shows (``None``: none);
       ``entry``'s lastmod should be that field. Index it (``db_index=True`` or a
-      ``Meta.indexes`` entry led by it) and, with an integer key, the plan reads rows
-      newest first over that index, 0.2 s at 10M rows, instead of every row's lastmod
-      (2 s): the same lastmods either way.
+      ``Meta.indexes`` entry led by it) and, with an integer key, the plan reads a few
+      rows newest first over that index instead of every row's lastmod (timed in
+      benchmarks/README.md): the same lastmods either way.
     - ``chunk_size``: rows per query within a page.
     """
     return KeysetSource(queryset, entry, key=key, lastmod=lastmod, chunk_size=chunk_size)

@@ -27,13 +27,14 @@ end), and takes ``MAX(lastmod)`` over exactly each page's rows, so the index car
 lastmods and no row reaches Python. It is kept in the cache store and reused by every
 page until the section is invalidated (with ``Sitemaps(cache=None)``: run per request).
 
-That MAX reads every row's lastmod: 2 of the 2.5 s a 10M-row plan took in SQLite. When the
-``Table`` declares an index led by the lastmod column (``Column(..., index=True)`` or an
-``Index``, created in the database too) and the key is an integer, the plan reads rows
-newest first over that index instead, until every page has its newest
-(`sitemap_middleware.sql.newest_first`: 0.2 s at 10M rows), and takes MAX only for the pages that
-walk leaves (lastmods that rise with the key, a page never updated). Without the index
-the lastmods are the same, read the slower way.
+That MAX reads every row's lastmod, most of what a plan of a big table costs
+(benchmarks/README.md, "keyset pages over 10M rows"). When the ``Table`` declares an
+index led by the lastmod column (``Column(..., index=True)`` or an ``Index``, created in
+the database too) and the key is an integer, the plan reads rows newest first over that
+index instead, until every page has its newest (`sitemap_middleware.sql.newest_first`: a
+few hundred rows for 200 pages), and takes MAX only for the pages that walk leaves
+(lastmods that rise with the key, a page never updated). Without the index the lastmods
+are the same, read the slower way.
 
 ``entry`` gets each row as SQLAlchemy returns it: a ``Row`` (attribute access by column
 name), or the mapped object when the statement selects one ORM entity

@@ -91,8 +91,9 @@ class KeysetStatements:
         A recursive CTE seeks from each page's first key to the next one ``page_size`` keys
         on (the key's index is read once, end to end); a page's lastmod is the MAX over
         its rows, read exactly as the page is. ``ROW_NUMBER() OVER (ORDER BY key)`` grouped
-        by page does the same in one pass, but SQLite takes tens of seconds for it at 10M
-        rows, against 0.3 s for these seeks (most of a plan's cost is the MAX).
+        by page does the same in one pass, but numbers every row, far slower than the
+        seeks; most of a plan's cost is the MAX (benchmarks/README.md, "keyset pages over
+        10M rows").
 
         Each row carries the key it stepped from: a step that did not move (more rows share
         one key than a page holds: a key that is not unique, or a join that repeats rows)
