@@ -1,6 +1,6 @@
 """Each page's ``<lastmod>`` in a keyset's index is the newest of its rows, exactly, on both
 providers and both databases, with and without the index on the lastmod column that lets
-the plan read rows newest first (`sitemap_middleware.newest`).
+the plan read rows newest first (`sitemap_middleware.sql.newest_first`).
 
 Every plan is compared with a brute-force computation over the same rows: adversarial
 shapes (lastmods rising with the key, so the newest-first walk runs into its cap; one page
@@ -50,7 +50,7 @@ from .djangosite.models import IndexedStamped, Stamped  # noqa: E402  (needs Dja
 
 EPOCH = datetime(2026, 1, 1)
 PAGE = 50
-ROWS = 2_000  # 40 pages: the walk's cap (`newest.walk_limit`: 740 rows) is reached on rising lastmods
+ROWS = 2_000  # 40 pages: the walk's cap (`newest_first.walk_limit`: 740 rows) is reached on rising lastmods
 
 Row = tuple[int, int | None, bool]  # key, lastmod (minutes after EPOCH) or None, published
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from importlib import import_module
 from types import ModuleType
+
+import pytest
 
 import sitemap_middleware
 
@@ -29,3 +32,18 @@ def test_documented_names_are_exported() -> None:
     # README and the issue: these names are the API users write against.
     documented = {"Sitemaps", "Url", "ConfigurationError", "EntryError", "MemoryStore", "CacheStore"}
     assert documented <= set(sitemap_middleware.__all__)
+
+
+# The integrations' public paths, as README.md imports them: the packages' modules may move.
+INTEGRATIONS = {
+    "sitemap_middleware.django": ["KeysetSource", "SitemapSource", "from_sitemap", "keyset"],
+    "sitemap_middleware.sqlalchemy": ["AsyncKeyset", "Keyset", "keyset"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(INTEGRATIONS))
+def test_each_integration_exports_the_names_the_readme_imports(name: str) -> None:
+    module = import_module(name)
+    assert module.__all__ == INTEGRATIONS[name]
+    # A name, not a submodule of the same name that an import would have bound over it.
+    assert not any(isinstance(getattr(module, each), ModuleType) for each in module.__all__)

@@ -1,10 +1,10 @@
 """How ``provider_timeout`` is kept: a deadline on each step of a provider, not on a whole render.
 
-A provider is slow in two very different ways. Planning a section of 10M URLs pulls
-10,000 batches and takes a minute, every batch arriving in milliseconds: that is
-progress, and must never be cut. A database that stops answering produces nothing: that
-is a stall, and must be cut after ``timeout`` seconds. So the deadline counts from the
-last sign of progress:
+A provider is slow in two very different ways. Planning a section of millions of URLs
+pulls thousands of batches and may take a minute, every batch arriving in milliseconds:
+that is progress, and must never be cut. A database that stops answering produces
+nothing: that is a stall, and must be cut after ``timeout`` seconds. So the deadline
+counts from the last sign of progress:
 
 - an async provider's call is awaited `within` the deadline, on its event loop;
 - code that calls providers in another thread (ASGI worker threads, WSGI helpers) runs

@@ -192,9 +192,9 @@ class Normaliser(LocRules):
                     self._priority_xml[priority] = priority_xml
         elif priority is not None:
             priority_xml = f"<priority>{_priority(priority)}</priority>"
-        # One f-string per shape, not appends: measured 30% faster than appends, and the
-        # common shapes (no extension, with or without a lastmod) 2.3% fewer instructions per
-        # entry than a separate <lastmod> f-string.
+        # One f-string per shape, not appends nor a separate <lastmod> f-string: for the
+        # common shapes (no extension, with or without a lastmod) the fastest of the three
+        # (benchmarks/README.md, "Figures behind the code's choices").
         if alternates is None and images is None and videos is None and news is None:
             if lastmod_text is None:
                 return f"<url><loc>{loc_text}</loc>{changefreq_xml}{priority_xml}</url>\n", None

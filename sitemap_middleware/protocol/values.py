@@ -34,8 +34,9 @@ def w3c_datetime(value: object, reason: str = "invalid lastmod") -> str:
     """
     if type(value) is datetime and value.tzinfo is _UTC and not value.microsecond:
         # The common case, first: a UTC datetime to the second, written from tables of its
-        # fields' digits; its isoformat() costs 2.7 times as much (it asks the tzinfo for
-        # the offset and formats it), a third of a whole entry's time. A test
+        # fields' digits; its isoformat() costs much more (it asks the tzinfo for the offset
+        # and formats it) and was the largest part of an entry's time (benchmarks/README.md,
+        # "The common lastmod"). A test
         # (tests/test_rules.py) holds this branch to what the general one below writes.
         digits = _TWO_DIGITS
         try:

@@ -63,7 +63,8 @@ class DocumentHeaders:
     def prepare(self, document: Document, key: str, route: rules.Route, gzip: bool) -> Prepared:
         """Validators and both header sets of the document stored under ``key``.
 
-        Formatting dates and headers per request was half the cost of a hit or a 304.
+        Formatting dates and headers per request was a large part of what a hit or a 304
+        costs (benchmarks/README.md, "Figures behind the code's choices").
         """
         slot = (key, route.gz_file, gzip)
         fingerprint = (document.etag, document.last_modified, document.size, len(document.body))

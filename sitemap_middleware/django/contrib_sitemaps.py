@@ -1,37 +1,15 @@
-"""Django: a QuerySet, or one of Django's own ``Sitemap`` classes, as a section of the sitemap.
+"""One of Django's own ``Sitemap`` classes (``django.contrib.sitemaps``) as a paged source.
 
-`keyset` makes a QuerySet a paged source (`sitemap_middleware.sources`): its pages are ranges
-of an ordered unique key, read with ``WHERE key >= first AND key < next ORDER BY key`` and
-never with ``OFFSET``, so page 200 costs what page 1 costs; where every page starts, and its newest
-lastmod, come from one query in the database (`sitemap_middleware.django_keys`).
-`from_sitemap` serves a ``django.contrib.sitemaps.Sitemap`` as Django's own view lists it::
+``from_sitemap(BlogSitemap())`` lists what Django's own view lists for that class: its
+``items()``, ``location()``, ``lastmod``, ``changefreq``, ``priority``, ``limit`` and
+``i18n``. Items that are a QuerySet ordered by one unique, non-null field are paged by
+ranges of that key (`key_ranges.KeyRanges`); anything else is iterated, as Django's
+paginator does::
 
-    # myproject/sitemaps.py
-    from sitemap_middleware import Sitemaps
-    from sitemap_middleware.django import from_sitemap, keyset
-
-    from shop.models import Product
-    from shop.sitemaps import BlogSitemap
-
-    sitemaps = Sitemaps(base_url="https://shop.example")
-    sitemaps.add_provider("products", keyset(Product.objects.filter(published=True)))
-    sitemaps.add_provider("blog", from_sitemap(BlogSitemap()))
-
-    # myproject/wsgi.py (asgi.py alike: get_asgi_application, sitemaps.asgi)
-    django_application = get_wsgi_application()  # sets Django up: models may be imported now
-    from myproject.sitemaps import sitemaps
-    application = sitemaps.wsgi(django_application)
-
-Both are synchronous: under ASGI the adapter calls them in worker threads, where Django's
-ORM may be used (its async-unsafe guard only objects on a thread running an event loop).
-Each query is whole within one call, and a connection is handed back between queries the
-way Django's request cycle would (closed if broken or past ``CONN_MAX_AGE``, never inside
-a transaction): a page's rows may be fetched by several worker threads in turn. With
-``USE_TZ = False`` the naive datetimes Django gives are read in ``TIME_ZONE`` and published
-in UTC (`sitemap_middleware.django_time`).
+    sitemaps.add_provider("blog", from_sitemap(BlogSitemap(), lastmod="updated_at"))
 """
 
-# This module is sitemap_middleware.django: every import of Django's own package is absolute.
+# A module of sitemap_middleware.django: every import of Django's own package is absolute.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -42,80 +20,18 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.sitemaps import GenericSitemap, Sitemap
-from django.db.models import Field, Model, QuerySet
+from django.db.models import QuerySet
 from django.db.models.query import ModelIterable
 from django.utils import translation
 
-from sitemap_middleware.django_keys import CHUNK_SIZE, KeyRanges, done_with, model_field, plain_key
-from sitemap_middleware.django_time import aware, aware_entry, local_zone
+from sitemap_middleware.django.key_ranges import CHUNK_SIZE, KeyRanges, done_with, model_field, plain_key
+from sitemap_middleware.django.time_zones import aware, local_zone
 from sitemap_middleware.errors import ConfigurationError, EntryError
 from sitemap_middleware.protocol.entries import Url, w3c_datetime
 from sitemap_middleware.protocol.extensions import Alternate
 from sitemap_middleware.sources import Key, PageStart
 
-__all__ = ["KeysetSource", "SitemapSource", "from_sitemap", "keyset"]
-
-Entry = Callable[[Any], object]
-
-
-def keyset(
-    queryset: QuerySet[Any],
-    entry: Entry | None = None,
-    *,
-    key: str = "pk",
-    lastmod: str | None = "updated_at",
-    chunk_size: int = CHUNK_SIZE,
-) -> KeysetSource:
-    """A QuerySet as a paged source, read by ranges of an ordered unique key.
-
-    Example::
-
-        keyset(Product.objects.filter(published=True),
-               entry=lambda p: Url(p.get_absolute_url(), lastmod=p.updated_at, priority=0.8))
-
-    - ``queryset``: model instances (``.only()`` and ``select_related()`` are kept).
-    - ``entry``: a row to its entry (a `Url`, a loc, a mapping); by default
-      ``Url(row.get_absolute_url(), lastmod=<the lastmod field>)``. With ``USE_TZ = False``
-      a naive lastmod it returns is in ``TIME_ZONE``, as Django's are, and published in
-      UTC (`sitemap_middleware.django_time`; about 2 µs an entry, nothing with ``USE_TZ``).
-    - ``key``: the unique field pages are ranges of (``pk``, or any unique field).
-    - ``lastmod``: the field whose newest value per page the index shows (``None``: none);
-      ``entry``'s lastmod should be that field. Index it (``db_index=True`` or a
-      ``Meta.indexes`` entry led by it) and, with an integer key, the plan reads rows
-      newest first over that index, 0.2 s at 10M rows, instead of every row's lastmod
-      (2 s): the same lastmods either way.
-    - ``chunk_size``: rows per query within a page.
-    """
-    return KeysetSource(queryset, entry, key=key, lastmod=lastmod, chunk_size=chunk_size)
-
-
-class KeysetSource:
-    """What `keyset` returns: a `sources.PagedSource` over one QuerySet."""
-
-    def __init__(
-        self,
-        queryset: QuerySet[Any],
-        entry: Entry | None,
-        *,
-        key: str,
-        lastmod: str | None,
-        chunk_size: int = CHUNK_SIZE,
-    ) -> None:
-        self._keys = KeyRanges(queryset, key, lastmod, chunk_size)
-        if entry is None:
-            entry = _default_entry(queryset.model, self._keys.lastmod)
-        elif not callable(entry):
-            raise ConfigurationError(f"entry must be callable, not {type(entry).__name__}")
-        self._entry = entry
-
-    def pages(self, page_size: int) -> list[PageStart]:
-        return self._keys.plan(page_size)
-
-    def entries(self, first: Key | None, limit: int, end: Key | None = None) -> Iterator[object]:
-        entry, rows, zone = self._entry, self._keys.rows(first, limit, end), local_zone()
-        if zone is None:  # USE_TZ = True: Django's datetimes are aware, and a page costs nothing more
-            return (entry(row) for row in rows)
-        return (aware_entry(entry(row), zone) for row in rows)
+__all__ = ["SitemapSource", "from_sitemap"]
 
 
 def from_sitemap(
@@ -360,14 +276,3 @@ def _number(value: object) -> Any:
         except InvalidOperation:
             return value  # invalid: skipped and counted when the page is rendered
     return value
-
-
-def _default_entry(model: type[Model], lastmod: Field[Any, Any] | None) -> Entry:
-    if not callable(getattr(model, "get_absolute_url", None)):
-        raise ConfigurationError(
-            f"{model.__name__} has no get_absolute_url(): pass entry=lambda row: Url(...) to keyset"
-        )
-    if lastmod is None:
-        return lambda row: Url(row.get_absolute_url())
-    attname = lastmod.attname
-    return lambda row: Url(row.get_absolute_url(), lastmod=getattr(row, attname))

@@ -29,8 +29,8 @@ from typing import Any, TypeVar
 
 import anyio
 
-from .concurrency.deadlines import CANCEL_RETRIES
-from .stats import logger
+from ..concurrency.deadlines import CANCEL_RETRIES
+from ..stats import logger
 
 __all__ = ["CANCEL_TIMEOUT", "backend_pid", "cancellable", "canceller", "shielded"]
 

@@ -3,11 +3,11 @@ without reading every row.
 
 A keyset plan (`sitemap_middleware.sqlalchemy`, `sitemap_middleware.django`) knows where
 every page starts; ``MAX(lastmod)`` over each page's range then reads every row of the
-table (2.2 of the 2.5 s a 10M-row SQLite plan took). With an index on the lastmod column
-the database can hand rows over newest first instead: the first row that falls in a page
-(found by bisecting the page starts) carries that page's newest lastmod, exactly, and the
-walk stops as soon as every page has one. Lastmods spread over the key range fill 200
-pages within a few hundred rows::
+table, most of what a plan of a big table costs (benchmarks/README.md, "keyset pages
+over 10M rows"). With an index on the lastmod column the database can hand rows over
+newest first instead: the first row that falls in a page (found by bisecting the page
+starts) carries that page's newest lastmod, exactly, and the walk stops as soon as every
+page has one. Lastmods spread over the key range fill 200 pages within a few hundred rows::
 
     SELECT id, updated_at FROM product WHERE updated_at IS NOT NULL
     ORDER BY updated_at DESC LIMIT :cap        -- read until every page is found
@@ -30,7 +30,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from typing import Generic, TypeVar
 
-__all__ = ["BATCH", "NewestFirst", "walk_limit"]
+__all__ = ["BATCH", "WALK_BATCH", "NewestFirst", "walk_limit"]
 
 T = TypeVar("T")
 

@@ -25,7 +25,7 @@ reports it (`sources.key_not_unique`) rather than seek from that key forever. Te
 SQLite and PostgreSQL.
 """
 
-# Every import of Django's own package is absolute: `sitemap_middleware.django` is a sibling.
+# A module of sitemap_middleware.django: every import of Django's own package is absolute.
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -39,12 +39,12 @@ from django.db.models import F, Field, IntegerField, Model, QuerySet
 from django.db.models.expressions import RawSQL
 from django.db.models.query import ModelIterable
 
-from sitemap_middleware.cancelling import canceller
 from sitemap_middleware.concurrency.deadlines import cancel_on_abandon
-from sitemap_middleware.django_time import aware, local_zone
+from sitemap_middleware.django.time_zones import aware, local_zone
 from sitemap_middleware.errors import ConfigurationError
-from sitemap_middleware.newest import WALK_BATCH, NewestFirst, walk_limit
 from sitemap_middleware.sources import Key, PageStart, key_not_unique
+from sitemap_middleware.sql.cancelling import canceller
+from sitemap_middleware.sql.newest_first import WALK_BATCH, NewestFirst, walk_limit
 
 __all__ = ["CHUNK_SIZE", "KeyRanges", "done_with", "model_field", "plain_key"]
 
@@ -82,7 +82,7 @@ class KeyRanges:
             queryset = queryset.filter(**{f"{attname}__isnull": False})
         self.queryset = queryset.order_by(attname)
         self.chunk_size = chunk_size
-        # Newest first over the lastmod's index (`sitemap_middleware.newest`): only where the
+        # Newest first over the lastmod's index (`sitemap_middleware.sql.newest_first`): only where the
         # model declares one, and for integer keys, whose order Python shares.
         self.walks = (
             self.lastmod is not None and isinstance(self.key, IntegerField) and _indexed(model, self.lastmod)
@@ -94,12 +94,12 @@ class KeyRanges:
         Each page's first key is found by seeking ``rows`` keys on from the one before
         (``LIMIT 1 OFFSET rows`` from a key, over the key's index), so no row crosses into
         Python; ``ROW_NUMBER() OVER (ORDER BY key)`` grouped by page gives the same in one
-        pass, but numbers every row: SQLite took 2 s per million rows for it. Each page's
+        pass, but numbers every row (benchmarks/README.md, "keyset pages over 10M rows"). Each page's
         newest lastmod is its rows' MAX, in the same query; or, when the model indexes the
         lastmod field and the key is an integer, read newest first over that index
-        (`sitemap_middleware.newest`), with MAX only for the pages that walk leaves. Either
+        (`sitemap_middleware.sql.newest_first`), with MAX only for the pages that walk leaves. Either
         way a naive lastmod is in Django's ``TIME_ZONE`` (``USE_TZ = False``) and is made
-        aware in it (`sitemap_middleware.django_time`).
+        aware in it (`time_zones`).
         """
         if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
             raise ValueError(f"page size must be a positive int, not {rows!r}")
@@ -236,7 +236,7 @@ class KeyRanges:
 
 def _cancellable(alias: str) -> AbstractContextManager[None]:
     """The block's statements on ``alias`` are cancelled on the database if the thread
-    running them is abandoned past its deadline (`sitemap_middleware.cancelling`)."""
+    running them is abandoned past its deadline (`sitemap_middleware.sql.cancelling`)."""
     connection = connections[alias]
     connection.ensure_connection()  # what the block's first query would do
     return cancel_on_abandon(canceller(connection.connection))
