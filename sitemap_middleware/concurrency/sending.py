@@ -86,9 +86,9 @@ def _next_bytes(chunks: Iterator[bytes]) -> bytes | object:
     """The next chunk, joined with those that follow at once (up to `HOP_BYTES`, within
     `HOP_SECONDS`), or `_DONE`.
 
-    Each call is a hop from the event loop to a worker thread and back: on two CPUs,
-    where the thread runs on the other one, a hop per chunk cost a cold 50,000-URL page a
-    fifth of its speed (benchmarks/README.md, issue 10). A provider that is slow between
+    Each call is a hop from the event loop to a worker thread and back: on two CPUs, where
+    the thread runs on the other one, a hop per chunk costs a cold page much of its speed
+    (measured in benchmarks/README.md, "Issues 10 and 15"). A provider that is slow between
     batches still streams batch by batch: the time bound sends what is made (though a
     chunk made just before a provider stalls waits for it, for the deadline at most).
     """
