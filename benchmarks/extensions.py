@@ -28,6 +28,7 @@ from common import BASE_URL, Row
 
 from sitemap_middleware import Alternate, Image, Sitemaps, Url
 from sitemap_middleware.engine import Engine
+from sitemap_middleware.plans.measured import measured_page
 from sitemap_middleware.protocol.extensions import Extensions
 from sitemap_middleware.protocol.render import MAX_URLS
 from sitemap_middleware.providers import LoopRunner, Provider, Section
@@ -39,14 +40,14 @@ HERE = Path(__file__).resolve().parent
 
 
 def _engine(provider: Callable[[], Iterable[object]], extensions: Extensions) -> Render:
-    """`Engine.page` of one section, as render.py's ``ours_engine`` measures plain URLs."""
+    """One measured page (`plans.measured`), as render.py's ``ours_engine`` measures plain URLs."""
     sitemaps = Sitemaps(base_url=BASE_URL)
     engine = Engine(sitemaps.site, on_skip=sitemaps.stats.skip)
     section = Section("products", Provider.wrap("products", provider), MAX_URLS, extensions=extensions)
     runner = LoopRunner()
 
     def render() -> bytes:
-        stream = engine.page(section, 0, runner)
+        stream = measured_page(engine, section, 0, runner, "")
         assert stream is not None
         try:
             return b"".join(stream)

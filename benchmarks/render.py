@@ -41,6 +41,7 @@ from common import BASE_URL, Row, close_wsgi, fmt_int, machine, make_rows, media
 
 from sitemap_middleware import Sitemaps, Url
 from sitemap_middleware.engine import Engine
+from sitemap_middleware.plans.measured import measured_page
 from sitemap_middleware.protocol.render import MAX_URLS
 from sitemap_middleware.providers import LoopRunner, Provider, Section
 
@@ -105,7 +106,7 @@ def _sitemaps(rows: list[Row], cache: object = None, **options: Any) -> Sitemaps
 
 
 def ours_engine(rows: list[Row]) -> Render:
-    """The page path of `Service` without HTTP: `Engine.page` -> `PageWriter` -> `Normaliser`."""
+    """The page path of `Service` without HTTP: `measured_page` -> `PageWriter` -> `Normaliser`."""
     sitemaps = Sitemaps(base_url=BASE_URL)
 
     def products() -> Iterable[Url]:
@@ -116,7 +117,7 @@ def ours_engine(rows: list[Row]) -> Render:
     runner = LoopRunner()
 
     def render() -> bytes:
-        stream = engine.page(section, 0, runner)
+        stream = measured_page(engine, section, 0, runner, "")
         assert stream is not None
         try:
             return b"".join(stream)

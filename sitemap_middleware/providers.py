@@ -363,11 +363,6 @@ class Section:
         self.count = count
         self.extensions = extensions
 
-    @property
-    def paged(self) -> bool:
-        """Whether a `sources.PagedSource` knows this section's pages."""
-        return self.provider.source is not None
-
     def batches(
         self,
         start: Key | None,

@@ -29,10 +29,11 @@ from .caching.stores import CacheStore, Document
 from .concurrency.flights import Flight
 from .concurrency.steps import AppAnswer, Call, Offload, Step, Wait, run_blocking, single_flight
 from .documents import Documents
-from .engine import Engine, PagePlan, index_files
+from .engine import Engine, index_files
 from .errors import ProviderError
+from .plans import PagePlan
+from .plans.shape import Shape
 from .providers import AsyncRunner, Section
-from .sources import Key
 from .stats import Stats, logger
 from .web import rules
 from .web.compress import Gzip
@@ -50,6 +51,7 @@ class Service:
         *,
         engine: Engine,
         sections: Mapping[str, Section],
+        shapes: Mapping[str, Shape],
         stats: Stats,
         store: CacheStore | None,
         policy: HeaderPolicy,
@@ -60,6 +62,7 @@ class Service:
         self.engine = engine
         self.compression = compression or Gzip.named("zlib")
         self.sections = sections
+        self.shapes = shapes  # each section's, picked when it was registered (`plans`)
         self.resources = Resources(engine.site, sections, store)
         self.stats = stats
         self.store = store
@@ -200,20 +203,11 @@ class Service:
     def _page_stream(
         self, section: Section, number: int, prefix: str, run_async: AsyncRunner
     ) -> Iterator[bytes] | None:
-        if number == 1 and section.count is None and not section.paged:
-            # Page 1 starts at 0: no plan needed.
-            return self.engine.page(section, 0, run_async, prefix=prefix)
-        plan = self._plan(section, prefix, run_async, until=number)
-        if plan.pages < number:
-            return None
-        start: Key | None = plan.starts[number - 1]
-        # A paged source's page reads up to the next page's first key (`Engine.page`); one
-        # that reads whole ranges reads page 1 from below its first key, as the last page
-        # reads past its own: a row inserted before the first planned key shows at once.
-        end = plan.starts[number] if section.paged and number < plan.pages else None
-        if number == 1 and section.paged and section.provider.ranged:
-            start = None
-        return self.engine.page(section, start, run_async, prefix=prefix, window=plan.window, end=end)
+        def plan(until: int) -> PagePlan:
+            return self._plan(section, prefix, run_async, until=until)
+
+        shape = self.shapes[section.name]
+        return shape.page(self.engine, section, number, plan, run_async, prefix=prefix)
 
     # -- the HTML overview -------------------------------------------------------------------
 
@@ -224,42 +218,28 @@ class Service:
     def _plan(
         self, section: Section, prefix: str, run_async: AsyncRunner, *, until: int | None = None
     ) -> PagePlan:
-        """The section's page plan: stored whole when there is a store, else measured up to ``until``.
+        """The section's page plan (`plans`): stored whole when there is a store, else made up to ``until``.
 
-        A section with a declared count needs no measuring at all: its pages are windows.
-        Measuring a big section is the costliest thing we do, and every cold page but the
-        first asks for it at once: it runs under the same single-flight as documents.
+        Its shape says what the plan depends on (a declared count, or version) and makes
+        it. Measuring a big section is the costliest thing we do, and every cold page but
+        the first asks for it at once: it runs under the same single-flight as documents.
         """
         store = self.store
-        if section.count is not None:
-            count = self.resources.count(section, run_async)
-            if store is None:
-                return self.engine.counted_plan(section, count, run_async, prefix=prefix, until=until)
-            plan_of: Callable[[AsyncRunner], PagePlan] = partial(
-                self.engine.counted_plan, section, count, prefix=prefix
-            )
-            generation = store.generation(section.name)
-            key = f"plan|{self.engine.site.root}{prefix}|{section.name}|{generation}|count:{count}"
-        else:
-            if store is None:
-                if section.paged:
-                    return self.engine.keyed_plan(section, run_async)
-                return self.engine.plan(section, run_async, prefix=prefix, until=until)
-            version = self.resources.version(section, run_async)
-            generation = store.generation(section.name)
-            token = version and version.token
-            key = f"plan|{self.engine.site.root}{prefix}|{section.name}|{generation}|{token}"
-            if section.paged:
-                plan_of = partial(self.engine.keyed_plan, section)
-            else:
-                plan_of = partial(self.engine.plan, section, prefix=prefix)
+        shape = self.shapes[section.name]
+        planner = shape.planner(
+            self.engine, section, self.resources, run_async, prefix=prefix, stored=store is not None
+        )
+        if store is None:
+            return planner.make(run_async, until)
+        generation = store.generation(section.name)
+        key = f"plan|{self.engine.site.root}{prefix}|{section.name}|{generation}|{planner.basis}"
 
         def lookup() -> PagePlan | None:
             stored = store.get(key)
             return None if stored is None else PagePlan.from_bytes(stored.body)
 
         def measure(flight: Flight | None, run_async: AsyncRunner) -> PagePlan:
-            measuring = partial(plan_of, run_async)
+            measuring = partial(planner.make, run_async, None)
             plan = measuring() if flight is None else flight.heartbeat.context().run(measuring)
             body = plan.to_bytes()
             store.set(key, Document(body, "", 0, len(body)))

@@ -27,6 +27,10 @@ from .config import check_timeout
 from .engine import DEFAULT_MEASURE_TIMEOUT, Engine
 from .errors import ConfigurationError, InvalidationError
 from .gateway import Gateway
+from .plans.counted import Counted
+from .plans.keyed import Keyed
+from .plans.measured import Measured
+from .plans.shape import Shape
 from .protocol.extensions import Extensions
 from .protocol.render import MAX_BYTES, MAX_URLS
 from .providers import Call, Provider, ProviderFunc, Section
@@ -144,6 +148,7 @@ class Sitemaps:
         compression = Gzip.named(compressor)
         self.compressor = compression.name  # the one in use: "isal" or "zlib"
         self._sections: dict[str, Section] = {}
+        self._shapes: dict[str, Shape] = {}
         if cache is True:
             cache = MemoryStore()
         elif cache is False:
@@ -167,6 +172,7 @@ class Sitemaps:
                     on_count=self.stats.count,
                 ),
                 sections=self._sections,
+                shapes=self._shapes,
                 stats=self.stats,
                 store=cache,
                 policy=policy,
@@ -310,6 +316,8 @@ class Sitemaps:
             None if count is None else Call.of(count),
             carried,
         )
+        # Its shape, picked once (`plans`): what plans its pages and finds each one.
+        self._shapes[name] = Keyed() if paged else Measured() if count is None else Counted()
 
     def _count_mismatch(self, section: str, detail: str) -> None:
         """A section's declared count did not hold (the engine logged it): counted, and the

@@ -18,7 +18,9 @@ from typing import Any, TypeVar
 import pytest
 
 from sitemap_middleware import Sitemaps
-from sitemap_middleware.engine import Engine, PagePlan
+from sitemap_middleware.engine import Engine
+from sitemap_middleware.plans import PagePlan
+from sitemap_middleware.plans.counted import Counted
 from sitemap_middleware.protocol.uris import Site
 from sitemap_middleware.providers import LoopRunner, Provider, Section
 from sitemap_middleware.stats import Stats
@@ -82,7 +84,7 @@ def peak_memory(func: Callable[[], T]) -> tuple[T, int]:
 
 def test_a_counted_plan_locates_any_page_in_constant_memory() -> None:
     # A million pages: a list of their starts alone would be tens of MB.
-    plan, peak = peak_memory(lambda: PagePlan.uniform(10**9, 1_000))
+    plan, peak = peak_memory(lambda: PagePlan.counted(10**9, 1_000))
     assert peak < 64 * 1024
     assert plan.pages == 10**6
     assert [plan.start(n) for n in (1, 2, 10**6)] == [0, 1_000, 10**9 - 1_000]
@@ -91,7 +93,7 @@ def test_a_counted_plan_locates_any_page_in_constant_memory() -> None:
 
 
 def test_a_counted_plan_of_a_trillion_entries_survives_the_cache() -> None:
-    plan = PagePlan.uniform(10**12, 1)
+    plan = PagePlan.counted(10**12, 1)
     again = PagePlan.from_bytes(plan.to_bytes())
     assert len(plan.to_bytes()) < 100
     assert again.pages == 10**12
@@ -187,7 +189,7 @@ def test_each_count_mismatch_is_counted_once() -> None:
     )
     rows = Rows(10, claimed=1_000)
     section = Section("products", Provider.wrap("products", rows.read), page_size=100)
-    plan = engine.counted_plan(section, rows.count(), LoopRunner())
+    plan = Counted().plan(engine, section, rows.count(), LoopRunner())
     assert [plan.start(n) for n in range(1, plan.pages + 1)] == [0]
     assert plan.window is None  # measured: pages cut over valid entries
     assert stats.snapshot()["products"]["count_mismatch"] == 1

@@ -16,6 +16,7 @@ import pytest
 from sitemap_middleware import ProviderError, Sitemaps
 from sitemap_middleware.engine import Engine
 from sitemap_middleware.errors import EntryError, MeasureLimitError
+from sitemap_middleware.plans.measured import Measured
 from sitemap_middleware.protocol.uris import Site
 from sitemap_middleware.providers import LoopRunner, Provider, Section
 
@@ -125,7 +126,7 @@ def test_measuring_stops_at_its_deadline_while_the_provider_still_progresses() -
     provider = Forever(tick=clock.advance)  # one entry per second, steadily
     section = Section("products", Provider.wrap("products", provider), page_size=50_000)
     with pytest.raises(MeasureLimitError, match="measure_timeout=30 s") as raised:
-        engine_with(clock, measure_timeout=30).plan(section, LoopRunner())
+        Measured().plan(engine_with(clock, measure_timeout=30), section, LoopRunner())
     assert isinstance(raised.value, ProviderError)  # the service answers it with a 503
     assert provider.closed.is_set()
     assert provider.pulled < 30 + 1024  # checked at least once per batch
@@ -135,5 +136,5 @@ def test_measuring_within_its_deadline_is_not_cut() -> None:
     clock = Clock()
     provider = Forever(ceiling=25, tick=clock.advance)
     section = Section("products", Provider.wrap("products", provider), page_size=10)
-    plan = engine_with(clock, measure_timeout=30).plan(section, LoopRunner())
+    plan = Measured().plan(engine_with(clock, measure_timeout=30), section, LoopRunner())
     assert [plan.start(n) for n in range(1, plan.pages + 1)] == [0, 10, 20]

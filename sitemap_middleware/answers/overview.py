@@ -16,8 +16,9 @@ from werkzeug.http import http_date
 
 from ..caching.resources import Resources
 from ..caching.stores import CacheStore
-from ..engine import PagePlan, index_files
+from ..engine import index_files
 from ..errors import ProviderError
+from ..plans import PagePlan
 from ..providers import AsyncRunner, Section
 from ..web import rules
 from ..web.overview import Overview, PageRow, SectionRow, render_overview
