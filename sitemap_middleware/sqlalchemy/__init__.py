@@ -19,7 +19,7 @@ Page n is read as ``<statement> AND key >= :first AND key < :next ORDER BY key``
 the first key the plan names for it up to the next page's (page 1 from below its first
 key, the last page to the end), so page 200 costs what page 1 costs, and a row inserted
 after the plan shows on its page at once (within one file's limits; past them the section
-is planned again: `Engine.page`). A row deleted leaves every other in its range; a page
+is planned again: `plans.keyed`). A row deleted leaves every other in its range; a page
 whose rows are all gone is a 404 until the plan is made again. The plan
 (`Keyset.pages`) is one query: a recursive CTE that steps from each page's first key to
 the next (``LIMIT 1 OFFSET :page_size`` from a key: the key's index is read once, end to
