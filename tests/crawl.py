@@ -21,11 +21,11 @@ from lxml import etree
 from sitemap_middleware import Alternate, Image, News, Sitemaps, Url, Video
 from sitemap_middleware.providers import ProviderFunc
 
+from .conftest import BASE
 from .xsd import NS, locs, validate
 
 XHTML_LINK = "{http://www.w3.org/1999/xhtml}link"
 
-BASE = "https://shop.example"
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 PRODUCTS = 120  # with PRODUCTS_PAGE_SIZE: pages of 50 + 50 + 20
 PRODUCTS_PAGE_SIZE = 50

@@ -21,8 +21,8 @@ from sitemap_middleware import Sitemaps
 
 PAGE_SIZE = 10_000
 PAGES = 40
+BASE = "https://shop.example"  # its own: it runs in a server process, not under pytest
 FILLER = "x" * 900  # ~960 bytes per <url>: ~9.4 MB a page, more than the kernel buffers hold
-BASE = "https://shop.example"
 
 
 def _locs(section: str, seconds: float) -> Callable[[int, int | None], Iterator[str]]:

@@ -11,10 +11,9 @@ import pytest
 
 from sitemap_middleware import Sitemaps
 
-from .conftest import Receive, Recorder, await_until, http_scope
+from .conftest import BASE, Receive, Recorder, await_until, http_scope
 from .xsd import locs, validate
 
-BASE = "https://shop.example"
 Message = dict[str, Any]
 
 

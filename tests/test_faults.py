@@ -8,9 +8,8 @@ import pytest
 
 from sitemap_middleware import Sitemaps
 
+from .conftest import BASE
 from .xsd import locs, validate
-
-BASE = "https://shop.example"
 
 
 class Flaky:

@@ -27,10 +27,9 @@ from sitemap_middleware import EntryError, Hosts, Sitemaps, Url
 from sitemap_middleware.protocol.entries import Normaliser
 from sitemap_middleware.protocol.uris import Site
 
-from .conftest import Response, SitemapClient
+from .conftest import BASE, Response, SitemapClient
 from .xsd import NS, locs, validate
 
-BASE = "https://shop.example"
 XML_TYPE = "application/xml; charset=utf-8"
 GZIP_TYPE = "application/gzip"
 

@@ -18,11 +18,10 @@ from hypothesis import strategies as st
 
 from sitemap_middleware import ConfigurationError, Sitemaps
 
-from .conftest import SitemapClient
+from .conftest import BASE, SitemapClient
 from .properties import Outcomes
 from .xsd import locs, validate
 
-BASE = "https://shop.example"
 PROPERTY = settings(max_examples=150, deadline=None, database=None)
 P = inspect.Parameter
 

@@ -37,7 +37,7 @@ def w3c_datetime(value: object, reason: str = "invalid lastmod") -> str:
         # fields' digits; its isoformat() costs much more (it asks the tzinfo for the offset
         # and formats it) and was the largest part of an entry's time (benchmarks/README.md,
         # "The common lastmod"). A test
-        # (tests/test_rules.py) holds this branch to what the general one below writes.
+        # (tests/web/test_rules.py) holds this branch to what the general one below writes.
         digits = _TWO_DIGITS
         try:
             year = _YEARS[value.year]

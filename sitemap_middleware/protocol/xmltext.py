@@ -9,7 +9,7 @@ asks for ``&`` and ``<`` to be escaped (and ``>`` after ``]]``; we escape it alw
 
 `escape_uri` is `escape` specialised for text that is already a URI: RFC 3986 §2 allows
 neither ``<`` nor ``>`` (nor ``"``) in one, which leaves ``&``. The page writer runs it once
-per URL; tests/test_rules.py holds the two equal on every URI.
+per URL; tests/web/test_rules.py holds the two equal on every URI.
 
 `escape_text` is `escape` for free text (a video's title, a news headline): characters XML
 1.0 cannot carry at all are dropped, and a carriage return is written as a reference so a
