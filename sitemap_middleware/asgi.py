@@ -25,10 +25,11 @@ from .caching import store_time
 from .caching.growing import Reader
 from .concurrency.loop_clients import ClientsPerLoop
 from .concurrency.offload import LoopCapacities, Slot, in_thread, on_loop, wait_for
-from .concurrency.sending import lead_growing, send_growing, stream_body
-from .concurrency.steps import AppAnswer, Busy, Call, FetchApp, Offload, Step, Wait, run_async
+from .concurrency.sending import send_body
+from .concurrency.steps import Busy, Call, FetchApp, Offload, Step, Wait, run_async
 from .config import check_count, check_timeout
 from .gateway import Configured
+from .web.app_answers import asgi_answer
 from .web.replies import Reply
 from .web.rules import mount_prefix, route_path
 
@@ -148,7 +149,7 @@ class SitemapASGIMiddleware:
         if isinstance(step, Wait):
             return await wait_for(step)
         assert isinstance(step, FetchApp)
-        return await _fetch_app(self.app, {**scope, "method": "GET"}, receive)
+        return await asgi_answer(self.app, {**scope, "method": "GET"}, receive)
 
     async def _send(
         self, reply: Reply, send: Send, receive: Receive, head: bool, slot: Slot | None = None
@@ -159,38 +160,9 @@ class SitemapASGIMiddleware:
                 (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in reply.headers
             ]
         await send({"type": "http.response.start", "status": reply.status, "headers": headers})
-        body = reply.body
-        if head:
-            await send({"type": "http.response.body", "body": b""})
-        elif isinstance(body, bytes):
-            await send({"type": "http.response.body", "body": body})
-        elif isinstance(body, Reader):
-            if reply.growing is None:
-                await send_growing(body, send, receive, self._send_timeout)
-            else:
-                threads = self._capacities.current().threads
-                rendered = slot.release if slot is not None else _nothing
-                await lead_growing(body, send, receive, threads, self._timeout, self._send_timeout, rendered)
+        if head or isinstance(reply.body, bytes):
+            await send({"type": "http.response.body", "body": b"" if head else reply.body})
         else:
             threads = self._capacities.current().threads
-            await stream_body(body, send, receive, threads, self._timeout, self._send_timeout)
-
-
-def _nothing() -> None:
-    pass
-
-
-async def _fetch_app(app: ASGIApp, scope: Scope, receive: Receive) -> AppAnswer:
-    """Run ``app`` to completion and collect its response (robots.txt is small)."""
-    messages: list[Message] = []
-
-    async def capture(message: Message) -> None:
-        messages.append(message)
-
-    await app(scope, receive, capture)
-    start = next((m for m in messages if m["type"] == "http.response.start"), None)
-    if start is None:
-        raise RuntimeError("the app returned without starting a response for /robots.txt")
-    body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.response.body")
-    headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in start.get("headers", ())]
-    return AppAnswer(start["status"], headers, body)
+            rendered = slot.release if slot is not None else None
+            await send_body(reply, send, receive, threads, self._timeout, self._send_timeout, rendered)

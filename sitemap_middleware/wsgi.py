@@ -15,7 +15,7 @@ same environ and the original ``start_response``: nothing is wrapped or buffered
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from functools import lru_cache, partial
 from http import HTTPStatus
@@ -26,11 +26,12 @@ from werkzeug.wsgi import ClosingIterator
 from .caching import store_time
 from .caching.growing import Reader, SyncReader
 from .concurrency.deadlines import thread_deadline
-from .concurrency.steps import AppAnswer, Call, FetchApp, Flow, Offload, Step, Wait, run_blocking
+from .concurrency.steps import Call, FetchApp, Flow, Offload, Step, Wait, run_blocking
 from .concurrency.threads import Helpers, HelperStream
 from .config import check_count
 from .gateway import Configured
 from .providers import LoopRunner
+from .web.app_answers import wsgi_answer
 from .web.replies import Reply
 from .web.rules import mount_prefix
 
@@ -100,7 +101,7 @@ class SitemapWSGIMiddleware:
             cleanup = None
         body = reply.body
         if not isinstance(body, bytes | Reader):  # a Reader is a `SyncReader` by now
-            reply.body = _InContext(context, body)
+            reply.body = store_time.InContext(context, body)
         return _respond(reply, head, start_response, cleanup)
 
     def _reading(self, reply: Reply, runner: LoopRunner | None) -> Reply:
@@ -128,33 +129,12 @@ class SitemapWSGIMiddleware:
         if isinstance(step, Wait):
             return step.block()
         assert isinstance(step, FetchApp)
-        return _fetch_app(self.app, {**environ, "REQUEST_METHOD": "GET"})
+        return wsgi_answer(self.app, {**environ, "REQUEST_METHOD": "GET"})
 
 
 def _answer(flow: Flow[Reply], perform: Callable[[Step], Any]) -> Reply:
     store_time.open_tab()  # in the request's own context: it ends with it
     return run_blocking(flow, perform)
-
-
-class _InContext:
-    """A body whose chunks are made in the request's context (its store tab)."""
-
-    __slots__ = ("_chunks", "_context")
-
-    def __init__(self, context: contextvars.Context, chunks: Iterator[bytes]) -> None:
-        self._context = context
-        self._chunks = chunks
-
-    def __iter__(self) -> _InContext:
-        return self
-
-    def __next__(self) -> bytes:
-        return self._context.run(next, self._chunks)
-
-    def close(self) -> None:
-        close = getattr(self._chunks, "close", None)
-        if close is not None:
-            close()
 
 
 @lru_cache(maxsize=64)  # the server's mount points: a handful per process
@@ -184,24 +164,3 @@ def _respond(
     if reply.holds:
         return ClosingIterator([body], reply.finish)
     return [body] if body else []
-
-
-def _fetch_app(app: WSGIApplication, environ: WSGIEnvironment) -> AppAnswer:
-    """Run ``app`` to completion and collect its response (robots.txt is small)."""
-    captured: list[Any] = []
-    written: list[bytes] = []
-
-    def capture(
-        status: str, headers: list[tuple[str, str]], exc_info: Any = None
-    ) -> Callable[[bytes], object]:
-        captured[:] = [status, headers]
-        return written.append
-
-    result = app(environ, capture)
-    try:
-        written.extend(result)
-    finally:
-        close = getattr(result, "close", None)
-        if close is not None:
-            close()
-    return AppAnswer(int(captured[0].split(" ", 1)[0]), list(captured[1]), b"".join(written))

@@ -98,3 +98,13 @@ def test_no_code_sorts_stores_by_their_class() -> None:
                     if path.relative_to(PACKAGE).as_posix() != CONCRETE_STORES[store]:
                         offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}: {store}")
     assert offenders == []
+
+
+def test_modules_stay_small_and_the_adapters_translate_only() -> None:
+    """STYLE: modules of 50-300 lines, split by job past ~400; adapters ~170 lines at most."""
+    sizes = {
+        path.relative_to(PACKAGE).as_posix(): len(path.read_text().splitlines())
+        for path in PACKAGE.rglob("*.py")
+    }
+    assert {name: n for name, n in sizes.items() if n > 420} == {}
+    assert {name: sizes[name] for name in ("asgi.py", "wsgi.py") if sizes[name] > 175} == {}

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-__all__ = ["Tab", "charged", "close_tab", "current", "open_tab"]
+__all__ = ["InContext", "Tab", "charged", "close_tab", "current", "open_tab"]
 
 T = TypeVar("T")
 
@@ -84,3 +84,25 @@ def charged(wait: Callable[[], T]) -> T:
         return wait()
     with tab.waiting():
         return wait()
+
+
+class InContext:
+    """A body whose chunks are made in the request's context (its tab): a WSGI server pulls
+    them after the application returned, outside it."""
+
+    __slots__ = ("_chunks", "_context")
+
+    def __init__(self, context: contextvars.Context, chunks: Iterator[bytes]) -> None:
+        self._context = context
+        self._chunks = chunks
+
+    def __iter__(self) -> InContext:
+        return self
+
+    def __next__(self) -> bytes:
+        return self._context.run(next, self._chunks)
+
+    def close(self) -> None:
+        close = getattr(self._chunks, "close", None)
+        if close is not None:
+            close()

@@ -22,10 +22,11 @@ import anyio.lowlevel
 
 from ..caching.growing import Growing, Reader
 from ..errors import ProviderError
+from ..web.replies import Reply
 from .offload import ThreadCalls, raise_unwrapped
 from .steps import Busy
 
-__all__ = ["lead_growing", "send_growing", "stream_body"]
+__all__ = ["lead_growing", "send_body", "send_growing", "stream_body"]
 
 Message = MutableMapping[str, Any]
 _DONE = object()
@@ -34,6 +35,30 @@ HOP_BYTES = 256 * 1024
 HOP_SECONDS = 0.01
 # A reader of a growing document looks again at least this often, woken or not.
 _WAKE_AT_LEAST = 1.0
+
+
+async def send_body(
+    reply: Reply,
+    send: Callable[[Message], Awaitable[None]],
+    receive: Callable[[], Awaitable[Message]],
+    threads: anyio.CapacityLimiter,
+    timeout: float | None,
+    send_timeout: float,
+    rendered: Callable[[], None] | None,
+) -> None:
+    """A reply's body that is not bytes: a growing document, led or joined, or a stream.
+
+    ``rendered``: gives the render slot back once the render it leads is over.
+    """
+    body = reply.body
+    assert not isinstance(body, bytes)
+    if not isinstance(body, Reader):
+        await stream_body(body, send, receive, threads, timeout, send_timeout)
+    elif reply.growing is None:
+        await send_growing(body, send, receive, send_timeout)
+    else:
+        assert rendered is not None  # a render is led from a request's flow, which holds its slot
+        await lead_growing(body, send, receive, threads, timeout, send_timeout, rendered)
 
 
 async def stream_body(
