@@ -25,6 +25,7 @@ from .errors import EntryError, ProviderError
 from .plans import PagePlan
 from .protocol.entries import Normaliser
 from .protocol.hreflang import Localised
+from .protocol.lastmods import FUTURE, Plausible
 from .protocol.render import (
     MAX_BYTES,
     MAX_NEWS,
@@ -73,6 +74,7 @@ class Engine:
         self.site = site
         self._clock = clock
         self._on_count = on_count
+        self._lastmod_logged: set[tuple[str, str]] = set()  # (section, reason): sections are few
         self._normalisers: dict[str, Normaliser] = {}
         self._on_skip = on_skip
         self._on_mismatch = on_mismatch
@@ -106,12 +108,20 @@ class Engine:
             if not quiet:
                 self._on_skip(section.name, error, raw)
 
+        def unbelievable(reason: str, lastmod: str, raw: object) -> None:
+            if not quiet or self._strict:  # measuring counts nothing, but strict refuses there too
+                self.lastmod_fault(section.name, reason, lastmod)
+
+        now = self._clock()
+        plausible = Plausible.at(now)  # one clock reading per page
         declared = section.extensions
         if not declared.names:
             return PageWriter(
                 self._normaliser(prefix),
                 limits=Limits(max_urls=urls, max_bytes=self._max_bytes),
                 on_skip=skip,
+                plausible=plausible,
+                on_lastmod=unbelievable,
             )
 
         def outside_window() -> None:
@@ -121,7 +131,7 @@ class Engine:
         # A section with extensions gets a normaliser per page: it holds the page's news
         # window and the entry its languages are expanding.
         normaliser = Normaliser(
-            self.site, prefix, extensions=declared, now=self._clock(), on_outside_window=outside_window
+            self.site, prefix, extensions=declared, now=now, on_outside_window=outside_window
         )
         max_news = MAX_NEWS if "news" in declared.names else None
         return PageWriter(
@@ -129,6 +139,33 @@ class Engine:
             limits=Limits(max_urls=urls, max_bytes=self._max_bytes, max_news=max_news),
             on_skip=skip,
             head=declared.head,
+            plausible=plausible,
+            on_lastmod=unbelievable,
+        )
+
+    def plausible(self) -> Plausible:
+        """The lastmods believable now, by this engine's clock."""
+        return Plausible.at(self._clock())
+
+    def lastmod_fault(self, section: str, reason: str, lastmod: str) -> None:
+        """A lastmod not published (`protocol.lastmods`): counted, logged once per section and
+        reason in this process (never once per URL); with ``strict``, an `EntryError`."""
+        if self._strict:
+            raise EntryError(reason.replace("_", " "), lastmod)
+        self.count(section, reason)
+        key = (section, reason)
+        if key in self._lastmod_logged:
+            return
+        self._lastmod_logged.add(key)
+        why = "later than the clock allows" if reason == FUTURE else "earlier than the web (1991)"
+        logger.warning(
+            "sitemap section %r: lastmod %s is %s: its URLs are published without it "
+            "(counted as %s; logged once per section)",
+            section,
+            lastmod,
+            why,
+            reason,
+            extra={"sitemap_section": section, "sitemap_reason": reason},
         )
 
     def pull(

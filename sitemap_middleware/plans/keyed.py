@@ -21,6 +21,7 @@ from ..concurrency.deadlines import beat
 from ..engine import Engine
 from ..errors import EntryError, ProviderError
 from ..protocol.entries import w3c_datetime
+from ..protocol.lastmods import Plausible
 from ..protocol.render import MAX_URLS, PageWriter
 from ..providers import AsyncRunner, Section, resolve
 from ..sources import Key
@@ -60,6 +61,7 @@ class Keyed:
         """
         source = section.provider.source
         assert source is not None
+        plausible = engine.plausible()
         try:
             listed = resolve(source.pages(section.page_size), run_async)
             starts: list[Key] = []
@@ -69,7 +71,7 @@ class Keyed:
                 if isinstance(first, bool) or not isinstance(first, int | str | float):
                     raise TypeError(f"page key {first!r} is not an int, str or float")
                 starts.append(first)
-                lastmods.append(_lastmod(engine, section, rest[0] if rest else None))
+                lastmods.append(_lastmod(engine, section, rest[0] if rest else None, plausible))
                 told = rest[1] if len(rest) > 1 else None
                 urls.append(told if isinstance(told, int) and not isinstance(told, bool) else None)
                 beat()
@@ -124,14 +126,22 @@ class Keyed:
         return stream
 
 
-def _lastmod(engine: Engine, section: Section, value: object) -> str | None:
+def _lastmod(engine: Engine, section: Section, value: object, plausible: Plausible) -> str | None:
+    """A page's newest lastmod as its plan tells it, if it can be believed (`protocol.lastmods`):
+    a newest in the future says nothing true of the page's other rows, so the index gives
+    that page no lastmod rather than a false one."""
     if value is None:
         return None
     try:
-        return w3c_datetime(value)
+        text = w3c_datetime(value)
     except EntryError as error:
         engine.skipped(section.name, error, value)
         return None
+    fault = plausible.fault(text)
+    if fault is not None:
+        engine.lastmod_fault(section.name, fault, text)
+        return None
+    return text
 
 
 def _empty_range(engine: Engine, section: Section, start: Key | None) -> None:

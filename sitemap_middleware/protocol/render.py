@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from ..errors import EntryError
 from .entries import Normaliser
 from .extensions import NEWS_END
+from .lastmods import FIRST_WEB, Plausible
 
 __all__ = ["IndexEntry", "Limits", "PageWriter", "render_index"]
 
@@ -44,6 +45,9 @@ MAX_SITEMAPS = 50_000
 MAX_NEWS = 1000
 
 SkipHandler = Callable[[EntryError, object], None]
+# (reason, the lastmod not published, the raw entry): counted and logged by the engine.
+LastmodHandler = Callable[[str, str, object], None]
+_ANY_TEXT = "\U0010ffff"  # later than every lastmod: nothing is looked at closer
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +77,9 @@ class PageWriter:
         "_head",
         "_news",
         "_normalise",
+        "_on_lastmod",
         "_on_skip",
+        "_plausible",
         "consumed",
         "count",
         "full",
@@ -82,10 +88,20 @@ class PageWriter:
     )
 
     def __init__(
-        self, normalise: Normaliser, *, limits: Limits, on_skip: SkipHandler, head: bytes = URLSET_HEAD
+        self,
+        normalise: Normaliser,
+        *,
+        limits: Limits,
+        on_skip: SkipHandler,
+        head: bytes = URLSET_HEAD,
+        plausible: Plausible | None = None,
+        on_lastmod: LastmodHandler | None = None,
     ) -> None:
         self._normalise = normalise
         self._on_skip = on_skip
+        # Lastmods later than this, or before the web, are not published (`lastmods`).
+        self._plausible = plausible
+        self._on_lastmod = on_lastmod
         self._head = head
         self.limits = limits
         self._budget = self._empty_budget = limits.max_bytes - len(head) - len(URLSET_TAIL)
@@ -112,10 +128,14 @@ class PageWriter:
         budget = self._budget
         count = self.count
         lastmod = self.lastmod
+        plausible = self._plausible
+        latest = _ANY_TEXT if plausible is None else plausible.latest
         taken = 0
         for raw in batch:
             try:
                 text, entry_lastmod = element(raw)
+                if entry_lastmod is not None and (entry_lastmod > latest or entry_lastmod < FIRST_WEB):
+                    text, entry_lastmod = self._believable(text, entry_lastmod, raw)
             except EntryError as error:
                 taken += 1
                 self._on_skip(error, raw)
@@ -148,6 +168,19 @@ class PageWriter:
         self.consumed += taken
         self.lastmod = lastmod
         return "".join(parts).encode()
+
+    def _believable(self, text: str, lastmod: str, raw: object) -> tuple[str, str | None]:
+        """``text`` as published: without its ``<lastmod>`` when that cannot be believed
+        (reported to ``on_lastmod``, which may raise: ``strict``)."""
+        plausible = self._plausible
+        if plausible is None:
+            return text, lastmod
+        fault = plausible.fault(lastmod)
+        if fault is None:
+            return text, lastmod
+        if self._on_lastmod is not None:
+            self._on_lastmod(fault, lastmod, raw)
+        return text.replace(f"<lastmod>{lastmod}</lastmod>", "", 1), None
 
 
 @dataclass(frozen=True, slots=True)
