@@ -112,7 +112,7 @@ class SitemapWSGIMiddleware:
             # The render may outlive this request (its other readers): so does its event loop.
             reply.growing.at_end(runner.close)
         body = SyncReader(reply.body, self._step, thread_deadline(self._timeout))
-        return replace(reply, body=body, growing=None)
+        return replace(reply, body=body)
 
     def _step(self, step: Callable[[], bool]) -> bool:
         if self._helpers is None:
@@ -153,7 +153,11 @@ def _respond(
     status = _STATUS_LINES.get(reply.status)
     if status is None:
         status = _STATUS_LINES[reply.status] = f"{reply.status} {HTTPStatus(reply.status).phrase}"
-    start_response(status, reply.headers)
+    try:
+        start_response(status, reply.headers)
+    except BaseException:
+        reply.finish()  # what it holds (a flight, a render it leads) is never left behind
+        raise
     if head:
         reply.finish()
         return []

@@ -119,6 +119,10 @@ class Reply:
             held, self._held = self._held, None
             for release in held or ():
                 release()
+            if self.growing is not None:
+                # A render this reply led but nobody is reading (its response never began):
+                # ended now, never left in flight for later requests to join.
+                self.growing.stop_if_unread()
 
 
 def unknown_host() -> Reply:

@@ -81,6 +81,40 @@ def test_asgi_client_gone_before_the_first_byte_leaves_the_page_answerable():
     assert sitemaps.stats.snapshot()["products"]["cache_hits"] == 1  # the page was stored again
 
 
+def test_asgi_server_that_fails_to_start_the_response_leaves_the_page_answerable():
+    # The render has begun (the first request leads it) but its response never starts:
+    # nobody produces it then, and nothing may be left for later requests to join.
+    sitemaps = cold(Gate(closed=0))
+    app = sitemaps.asgi(RecordingApp())
+
+    async def broken(message: dict[str, Any]) -> None:
+        raise OSError("the connection broke")
+
+    async def go() -> None:
+        with anyio.fail_after(SOON), pytest.raises(OSError, match="broke"):
+            await app(http_scope(PAGE), Receive(), broken)
+
+    anyio.run(go)
+    again = asgi_get(app)
+    assert again.status == 200
+    assert locs(validate(again.body)) == [f"{BASE}/p/{n}" for n in range(5)]
+
+
+def test_wsgi_server_that_fails_to_start_the_response_leaves_the_page_answerable():
+    sitemaps = cold(Gate(closed=0))
+    app = sitemaps.wsgi(plain_wsgi_app)
+
+    def broken(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+        raise OSError("the connection broke")
+
+    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": PAGE, "SCRIPT_NAME": "", "wsgi.url_scheme": "https"}
+    with pytest.raises(OSError, match="broke"):
+        app(environ, broken)
+    again = Client(app).get(PAGE)
+    assert again.status_code == 200
+    assert locs(validate(again.get_data())) == [f"{BASE}/p/{n}" for n in range(5)]
+
+
 def test_asgi_client_gone_while_page_n_is_measured_leaves_it_answerable():
     sitemaps = cold(Gate(closed=0))
     app = sitemaps.asgi(RecordingApp())
