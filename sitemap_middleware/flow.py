@@ -72,7 +72,9 @@ def answer(
             followed,
             service.blocking,
             ready,
-            looked=isinstance(looked, Resource),  # the store was read for this very resource
+            # Every way here read the store for this very resource (the caller's lookup,
+            # `_lookup`, or `resolve`): the first step claims at once.
+            looked=True,
         )
         if flight is not None and reply.growing is None:
             reply.hold(flight.release)  # else the render releases it when it ends

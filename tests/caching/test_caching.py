@@ -519,10 +519,11 @@ class CountingStore:
         self.inner.invalidate(section)
 
 
-def test_a_cold_page_reads_the_store_once_and_a_hit_once(make_client):
+@pytest.mark.parametrize("version", [None, lambda: "v1"], ids=["plain", "declared-version"])
+def test_a_cold_page_reads_the_store_once_and_a_hit_once(make_client, version):
     store = CountingStore()
     sitemaps = Sitemaps(base_url=BASE, cache=store)  # type: ignore[arg-type]
-    sitemaps.add_provider("products", lambda: [f"/p/{n}" for n in range(10)])
+    sitemaps.add_provider("products", lambda: [f"/p/{n}" for n in range(10)], version=version)
     client = make_client(sitemaps)
     assert client.get("/sitemap-products-1.xml").status == 200  # cold: rendered and stored
     [(key, cold)] = [(key, n) for key, n in store.reads.items() if key.startswith("page|")]
