@@ -1,0 +1,197 @@
+"""How a rendered page becomes changes: the one algorithm every backend of the log runs.
+
+A backend (`sqlite`, `redis`) offers a `Ledger`: one section's records inside one of its
+transactions, so two workers recording the same page record each change once. It keeps,
+per section: each page's digest and entries (loc -> fingerprint) as last recorded, and per
+URL the page it was last seen on and its fingerprint; page 0 means *missing*: gone from
+the page it was on, not yet seen on another. `record` compares a page with all that::
+
+    with backend.ledger(scope, section) as ledger:
+        changes = record(ledger, seen, pages=plan.pages, at=now)
+
+- a page whose digest is the one recorded changed nothing (one small read);
+- a URL on no page before is **added**; one whose fingerprint moved is **changed**;
+- a URL that arrives from another page (rows inserted or deleted before it) is neither:
+  its row is moved;
+- a URL gone from its page is *missing* until the section's pass completes (every page of
+  its plan recorded since the last pass ended): it may have moved to a page not yet
+  rendered. Then what is still missing, and what sat on pages past the plan's end, is
+  **removed**.
+
+The first pass is the baseline: it records everything and reports nothing.
+
+A URL that crosses a page boundary *backwards* between the renders of its two pages in one
+pass (page 5 rendered, rows deleted before it, then page 6) is seen on neither: it is
+reported removed, and added when its page is rendered again. `refresh` renders pages in
+order, so the window is the refresh's own duration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from datetime import UTC, datetime
+from typing import Protocol
+from xml.sax.saxutils import unescape
+
+from .fingerprints import Entries, read_page
+from .model import Change, Kind, SectionState, Seen
+
+__all__ = ["MISSING", "Ledger", "Recorded", "record"]
+
+MISSING = 0  # the page of a URL gone from its page and not yet seen on another
+
+
+class Ledger(Protocol):
+    """One section's records, read and written inside one transaction of a backend."""
+
+    def state(self) -> SectionState:
+        """The section's state (a new one for a section never recorded)."""
+        ...
+
+    def page(self, number: int) -> tuple[bytes, Entries] | None:
+        """Page ``number``'s digest and entries as last recorded, or ``None``."""
+        ...
+
+    def page_digest(self, number: int) -> bytes | None:
+        """Page ``number``'s digest as last recorded: `page` without reading its entries."""
+        ...
+
+    def find(self, locs: Collection[bytes]) -> dict[bytes, tuple[int, int]]:
+        """For those of ``locs`` the section knows: the page each is on and its fingerprint."""
+        ...
+
+    def put_page(self, number: int, digest: bytes, entries: Entries) -> None: ...
+
+    def put_urls(self, rows: Iterable[tuple[bytes, int, int]]) -> None:
+        """Insert or replace (loc, page, fingerprint) rows."""
+        ...
+
+    def missing(self) -> list[bytes]:
+        """The URLs on page `MISSING`."""
+        ...
+
+    def pages_after(self, last: int) -> list[int]:
+        """The recorded pages past page ``last``."""
+        ...
+
+    def drop_urls(self, locs: Iterable[bytes]) -> None: ...
+
+    def drop_pages(self, numbers: Iterable[int]) -> None: ...
+
+    def pass_page(self, number: int, last: int) -> int:
+        """Note page ``number`` as recorded in the current pass; how many of pages 1 to
+        ``last`` it has recorded."""
+        ...
+
+    def end_pass(self) -> None:
+        """Forget the pages recorded in the current pass."""
+        ...
+
+    def put_state(self, state: SectionState) -> None: ...
+
+    def append(self, changes: list[Change]) -> None:
+        """Add ``changes`` to the section's log, in order."""
+        ...
+
+
+class Recorded:
+    """What `record` found in one page: the changes reported, and whether a pass ended."""
+
+    __slots__ = ("changes", "completed")
+
+    def __init__(self, changes: list[Change], completed: bool) -> None:
+        self.changes = changes
+        self.completed = completed
+
+
+def record(ledger: Ledger, seen: Seen, *, pages: int | None, at: float) -> Recorded:
+    """Compare page ``seen.number`` with what ``ledger`` holds; write and report the difference.
+
+    ``pages``: the number of pages of the section's plan now, or ``None`` when it is not
+    known (no store keeps plans): the page is compared, and no pass can end.
+    """
+    state = ledger.state()
+    when = datetime.fromtimestamp(at, UTC)
+    changes: list[Change] = []
+
+    def report(loc: bytes, kind: Kind) -> None:
+        if state.baselined:
+            changes.append(Change(_absolute(loc), kind, when, seen.section))
+
+    number = seen.number
+    if ledger.page_digest(number) != seen.digest:
+        state.urls += _compare(ledger, seen, report)
+    completed = False
+    if pages is not None and number <= pages and ledger.pass_page(number, pages) == pages:
+        completed = True
+        state.urls -= _end_pass(ledger, pages, report)
+        state.baselined = True
+        state.passes += 1
+        state.completed = at
+    if pages is not None:
+        state.pages = pages
+    ledger.put_state(state)
+    if changes:
+        ledger.append(changes)
+    return Recorded(changes, completed)
+
+
+def _compare(ledger: Ledger, seen: Seen, report: _Report) -> int:
+    """Write the page's new entries and report what differs; returns how many URLs are new."""
+    number = seen.number
+    rendered = read_page(seen.body())
+    recorded = ledger.page(number)
+    prior: Entries = {} if recorded is None else recorded[1]
+    arrived = [loc for loc in rendered if loc not in prior]
+    left = [loc for loc in prior if loc not in rendered]
+    known = ledger.find(arrived + left) if arrived or left else {}
+    rows: list[tuple[bytes, int, int]] = []
+    new = 0
+    for loc, fingerprint in rendered.items():
+        before = prior.get(loc)
+        if before is None:
+            where = known.get(loc)
+            if where is None:
+                new += 1
+                report(loc, "added")
+            elif where[1] != fingerprint:
+                report(loc, "changed")
+            rows.append((loc, number, fingerprint))  # new here, or moved here
+        elif before != fingerprint:
+            report(loc, "changed")
+            rows.append((loc, number, fingerprint))
+    for loc in left:
+        where = known.get(loc)
+        if where is not None and where[0] == number:  # not seen elsewhere since
+            rows.append((loc, MISSING, where[1]))
+    ledger.put_urls(rows)
+    ledger.put_page(number, seen.digest, rendered)
+    return new
+
+
+def _end_pass(ledger: Ledger, pages: int, report: _Report) -> int:
+    """The pass is complete: what is still missing, or on pages past the plan, is removed."""
+    gone = ledger.missing()
+    beyond = ledger.pages_after(pages)
+    for number in beyond:
+        recorded = ledger.page(number)
+        if recorded is None:  # pragma: no cover - listed a moment ago, in this transaction
+            continue
+        locs = list(recorded[1])
+        gone += [loc for loc, (page, _) in ledger.find(locs).items() if page == number]
+    for loc in gone:
+        report(loc, "removed")
+    ledger.drop_urls(gone)
+    ledger.drop_pages(beyond)
+    ledger.end_pass()
+    return len(gone)
+
+
+class _Report(Protocol):
+    def __call__(self, loc: bytes, kind: Kind, /) -> None: ...
+
+
+def _absolute(loc: bytes) -> str:
+    """A published loc as the URL it names (it is XML-escaped on the page)."""
+    text = loc.decode()
+    return unescape(text, {"&apos;": "'", "&quot;": '"'}) if "&" in text else text

@@ -1,0 +1,66 @@
+"""What the change log speaks of: a change, a rendered page, and what is kept per section.
+
+A URL is known by its ``loc`` as published (XML-escaped bytes, exactly as the page holds
+it) and a fingerprint of its whole ``<url>`` element, so any field it publishes
+(lastmod, changefreq, priority, alternates, images, videos, news) changes it::
+
+    Change("https://shop.example/p/1", "changed", at, "products")
+    Seen("https://shop.example", "products", 3, digest, body)   # page 3, as rendered
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+__all__ = ["KINDS", "Change", "Kind", "SectionState", "Seen"]
+
+Kind = Literal["added", "changed", "removed"]
+KINDS: tuple[Kind, ...] = ("added", "changed", "removed")
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One URL that was added, changed or removed: ``loc`` absolute, ``at`` aware (UTC),
+    the time the change was recorded (the render that saw it)."""
+
+    loc: str
+    kind: Kind
+    at: datetime
+    section: str
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """One page, rendered completely: where it is, the digest of its bytes, and the bytes.
+
+    ``scope`` is the site root and mount prefix the page's URLs live under (one log may
+    hear several sites); ``body`` is called only when the digest differs from the one the
+    log last recorded for the page (an unchanged page costs the log one small read).
+    """
+
+    scope: str
+    section: str
+    number: int
+    digest: bytes
+    body: Callable[[], bytes] = field(repr=False)
+
+
+@dataclass(slots=True)
+class SectionState:
+    """What the log keeps of one section besides its URLs.
+
+    - ``baselined``: a whole pass over the section has been recorded; until then nothing
+      is reported (IndexNow wants changes since you started, never the whole site);
+    - ``passes``: how many passes have completed (a pass: every page of its plan recorded);
+    - ``pages``: the pages of its plan when it was last recorded, ``urls`` the URLs known;
+    - ``completed``: when its last pass completed (seconds since the epoch), or ``None``.
+    """
+
+    baselined: bool = False
+    passes: int = 0
+    pages: int = 0
+    urls: int = 0
+    completed: float | None = None
