@@ -11,7 +11,7 @@ so adapters run them where blocking is allowed (`steps.Offload`)::
 
 Its other jobs are modules of their own, which it composes: the documents (`documents`:
 validators, answers from a stored one, renders read as they grow), the section plans
-(`_plan`), robots.txt (`answers.robots`) and the HTML overview (`answers.overview`).
+(`plan`), robots.txt (`answers.robots`) and the HTML overview (`answers.overview`).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from .answers.overview import OverviewPage
 from .answers.robots import RobotsTxt
 from .caching.resources import Resource, Resources
 from .caching.stores import CacheStore, Document
+from .changes.watch import PageWatch, Recorder
 from .concurrency.flights import Flight
 from .concurrency.steps import AppAnswer, Call, Offload, Step, Wait, run_blocking, single_flight
 from .documents import Documents
@@ -58,6 +59,7 @@ class Service:
         clock: Callable[[], float] = time.time,
         stall_after: float | None = None,
         compression: Gzip | None = None,
+        recorder: Recorder | None = None,
     ) -> None:
         self.engine = engine
         self.compression = compression or Gzip.named("zlib")
@@ -75,9 +77,14 @@ class Service:
         self.stall_after = stall_after
         self.headers = DocumentHeaders(policy)
         self.documents = Documents(store, stats, self.headers, self.compression, clock)
+        # Every page rendered completely goes to the change log, when there is one.
+        self.recorder = recorder
+        # The pages of each section's newest whole plan in this process, by mount prefix:
+        # when a page is recorded, whether its section's pass has ended (`changes.ledger`).
+        self._pages: dict[tuple[str, str], int] = {}
         self._robots = RobotsTxt(engine.site.root, store)
         self._overview = OverviewPage(
-            engine.site.root, sections, self.resources, store, plan=self._plan, clock=clock
+            engine.site.root, sections, self.resources, store, plan=self.plan, clock=clock
         )
 
     # -- answering ---------------------------------------------------------------------------
@@ -173,7 +180,7 @@ class Service:
         if resource.kind == "index":
             # Every index file is built from the same stored plans: a section is planned
             # once (under its own single-flight), however many index files ask for it.
-            plans = [(s, self._plan(s, request.prefix, run_async)) for s in self.sections.values()]
+            plans = [(s, self.plan(s, request.prefix, run_async)) for s in self.sections.values()]
             self._robots.built(request.prefix, index_files(plans))
             xml = self.engine.index(plans, request.prefix, route.number)
             if xml is None:
@@ -194,17 +201,27 @@ class Service:
         if request.method == "HEAD":
             stream.close()  # type: ignore[attr-defined]
             return Reply(200, headers)
+        watch = self._watch(resource.section, route.number, request.prefix)
         if flight is None:  # nothing is stored: the page streams to this one client
+            if watch is not None:
+                stream = watch.stream(stream)
             body = self.compression.stream(stream) if gzip_out else stream
             return Reply(200, headers, body)
-        growing = self.documents.grow(resource, request, stream, flight)
+        completed = None if watch is None else watch.stored
+        growing = self.documents.grow(resource, request, stream, flight, completed)
         return Reply(200, headers, growing.reader(gzip=gzip_out), growing=growing)
+
+    def _watch(self, section: str, number: int, prefix: str) -> PageWatch | None:
+        if self.recorder is None:
+            return None
+        scope = self.engine.site.root + prefix
+        return PageWatch(self.recorder, scope, section, number, partial(self._pages.get, (prefix, section)))
 
     def _page_stream(
         self, section: Section, number: int, prefix: str, run_async: AsyncRunner
     ) -> Iterator[bytes] | None:
         def plan(until: int) -> PagePlan:
-            return self._plan(section, prefix, run_async, until=until)
+            return self.plan(section, prefix, run_async, until=until)
 
         shape = self.shapes[section.name]
         return shape.page(self.engine, section, number, plan, run_async, prefix=prefix)
@@ -215,7 +232,7 @@ class Service:
         """The HTML overview of this site's tree (`answers.overview`)."""
         return self._overview.answer(request, run_async)
 
-    def _plan(
+    def plan(
         self, section: Section, prefix: str, run_async: AsyncRunner, *, until: int | None = None
     ) -> PagePlan:
         """The section's page plan (`plans`): stored whole when there is a store, else made up to ``until``.
@@ -230,7 +247,10 @@ class Service:
             self.engine, section, self.resources, run_async, prefix=prefix, stored=store is not None
         )
         if store is None:
-            return planner.make(run_async, until)
+            made = planner.make(run_async, until)
+            if until is None:
+                self._planned(prefix, section.name, made)
+            return made
         generation = store.generation(section.name)
         key = f"plan|{self.engine.site.root}{prefix}|{section.name}|{generation}|{planner.basis}"
 
@@ -250,7 +270,13 @@ class Service:
         plan, flight = run_blocking(flow, partial(_perform_here, run_async))
         if flight is not None:
             flight.release()
+        self._planned(prefix, section.name, plan)
         return plan
+
+    def _planned(self, prefix: str, section: str, plan: PagePlan) -> None:
+        if len(self._pages) >= 1024:  # mount prefixes come from the server: a handful
+            self._pages.clear()
+        self._pages[(prefix, section)] = plan.pages
 
     # -- robots.txt --------------------------------------------------------------------------
 

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 from .asgi import ASGIApp, SitemapASGIMiddleware
 from .caching.replays import Replays
 from .caching.stores import CacheStore, MemoryStore, replayable
+from .changes.log import ChangeLog
+from .changes.watch import Recorder
 from .concurrency.deadlines import THREAD_GRACE
 from .config import check_timeout
 from .engine import DEFAULT_MEASURE_TIMEOUT, Engine
@@ -34,6 +36,7 @@ from .plans.shape import Shape
 from .protocol.extensions import Extensions
 from .protocol.render import MAX_BYTES, MAX_URLS
 from .providers import Call, Provider, ProviderFunc, Section
+from .refresh import Refreshed, refresh
 from .service import Service
 from .sources import PagedSource
 from .stats import Stats, logger
@@ -105,7 +108,10 @@ class Sitemaps:
       ``sitemap-middleware[fast]`` does, else zlib), ``"isal"`` (raises when it is
       missing) or ``"zlib"`` (the standard library, level 6). ETags never depend on
       it; the gzip bytes do, so run one choice across a deployment (see the README).
-    - ``clock``: wall clock for ``Last-Modified``; inject a fake one in tests.
+    - ``changes``: a `ChangeLog` (``ChangeLog.sqlite(path)``, ``ChangeLog.redis(url)``) in
+      which every page rendered completely is recorded: what was added, changed or removed
+      since, read with ``sitemaps.changes.since(when)`` (see the README, "What changed").
+    - ``clock``: wall clock for ``Last-Modified`` and the change log; inject a fake one in tests.
 
     Concurrency belongs to the adapter that has it: ``sitemaps.asgi(app,
     render_threads=4, max_renders=16, send_timeout=10)`` and ``sitemaps.wsgi(app,
@@ -127,6 +133,7 @@ class Sitemaps:
         measure_timeout: float | None = DEFAULT_MEASURE_TIMEOUT,
         overview_path: str | None = None,
         compressor: Literal["auto", "isal", "zlib"] = "auto",
+        changes: ChangeLog | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.sites = Sites(base_url, hosts)
@@ -145,6 +152,10 @@ class Sitemaps:
         if measure_timeout is not None:
             measure_timeout = check_timeout("measure_timeout", measure_timeout)
         self.stats = Stats()
+        if changes is not None and not isinstance(changes, ChangeLog):
+            raise ConfigurationError(f"changes must be a ChangeLog, not {type(changes).__name__}")
+        self.changes = changes
+        recorder = None if changes is None else Recorder(changes, self.stats, clock)
         compression = Gzip.named(compressor)
         self.compressor = compression.name  # the one in use: "isal" or "zlib"
         self._sections: dict[str, Section] = {}
@@ -179,6 +190,7 @@ class Sitemaps:
                 clock=clock,
                 stall_after=stall_after,
                 compression=compression,
+                recorder=recorder,
             )
             for site in self.sites.all
         }
@@ -345,6 +357,19 @@ class Sitemaps:
             raise ConfigurationError(f"no section named {section!r}")
         if self.cache is not None:
             self.cache.invalidate(section)
+
+    def refresh(self, section: str | None = None) -> Refreshed:
+        """Render every page of ``section`` (or of every section) now, off any request.
+
+        Its cached documents and plan are dropped first, then each page is rendered from
+        fresh data, stored, and recorded in the change log (``changes``), as a crawler's
+        request would be; a page a crawler is rendering at that moment is rendered once.
+        For a periodic job or a management command; blocking (from async code, call it in
+        a thread). Raises `ProviderError` at the first page that does not render.
+        """
+        if section is not None and section not in self._sections:
+            raise ConfigurationError(f"no section named {section!r}")
+        return refresh(self, self.sections if section is None else (section,))
 
     def wsgi(self, app: WSGIApplication, *, helper_threads: int = 0) -> SitemapWSGIMiddleware:
         """Wrap a WSGI app; every request that is not ours reaches it untouched.
