@@ -193,7 +193,10 @@ class Service:
             self.documents.keep_index(request.prefix, route.number, document)
             return self.documents.reply(document, resource, route, request, hit=False)
         stream = self._page_stream(self.sections[resource.section], route.number, request.prefix, run_async)
+        watch = self._watch(resource.section, route.number, request.prefix)
         if stream is None:
+            if watch is not None:
+                watch.empty()
             return plain(404, b"Not Found\n")
         gzip_out = wants_gzip(route, request)
         headers = self.documents.cold_headers(resource, route, request)
@@ -201,7 +204,6 @@ class Service:
         if request.method == "HEAD":
             stream.close()  # type: ignore[attr-defined]
             return Reply(200, headers)
-        watch = self._watch(resource.section, route.number, request.prefix)
         if flight is None:  # nothing is stored: the page streams to this one client
             if watch is not None:
                 stream = watch.stream(stream)

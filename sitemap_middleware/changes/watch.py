@@ -21,6 +21,8 @@ from .model import Seen
 
 __all__ = ["PageWatch", "Recorder"]
 
+_EMPTY = hashlib.sha256(b"").digest()
+
 
 class Recorder:
     """Records pages in ``log``, counting what changed (``changes_added`` ...) in ``stats``;
@@ -70,6 +72,15 @@ class PageWatch:
         ``body()`` returns when the log needs them."""
         seen = Seen(self._scope, self._section, self._number, digest.digest(), body)
         self._recorder.record(seen, self._pages())
+
+    def empty(self) -> None:
+        """The page lists no URL now (a keyed range whose rows were all deleted): recorded as
+        empty when its section's plan still has it, so its URLs count as gone and its pass
+        can end; a page past the plan (any number a client asks for) is not recorded."""
+        pages = self._pages()
+        if pages is not None and self._number <= pages:
+            seen = Seen(self._scope, self._section, self._number, _EMPTY, lambda: b"")
+            self._recorder.record(seen, pages)
 
     def stream(self, chunks: Iterator[bytes]) -> Iterator[bytes]:
         """``chunks`` as they are, recorded once the last one is taken. Its chunks are kept
