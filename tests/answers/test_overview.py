@@ -13,18 +13,23 @@ from lxml import html
 
 from sitemap_middleware import ConfigurationError, Sitemaps, Url
 
-from ..conftest import BASE
+from ..conftest import BASE, make_shop
 from ..servers import werkzeug_serving
 
 PATH = "/sitemaps/"
 
 
 def shop(**options: Any) -> Sitemaps:
-    sitemaps = Sitemaps(base_url=BASE, page_size=40, overview_path=PATH, **options)
-    sitemaps.add_provider(
-        "products", lambda: [Url(f"/p/{n}", lastmod=f"2026-01-{1 + n % 28:02d}") for n in range(100)]
+    """The shared shop (100 dated products, a loc to escape among the pages) plus a third
+    section, ``counted``: the overview tells a section that declares its count from the others."""
+    sitemaps = make_shop(
+        100,
+        product=lambda n: Url(f"/p/{n}", lastmod=f"2026-01-{1 + n % 28:02d}"),
+        pages=["/", "/about", "/<b>&amp"],
+        page_size=40,
+        overview_path=PATH,
+        **options,
     )
-    sitemaps.add_provider("pages", lambda: ["/", "/about", "/<b>&amp"])
     sitemaps.add_provider("counted", lambda offset, limit: ["/c/1", "/c/2", "/c/3"][offset:], count=lambda: 3)
     return sitemaps
 
