@@ -369,7 +369,10 @@ class Sitemaps:
         """
         if section is not None and section not in self._sections:
             raise ConfigurationError(f"no section named {section!r}")
-        return refresh(self, self.sections if section is None else (section,))
+        refreshed = refresh(self, self.sections if section is None else (section,))
+        if self.changes is not None:
+            self.changes.flush()  # what it rendered is recorded when it returns
+        return refreshed
 
     def wsgi(self, app: WSGIApplication, *, helper_threads: int = 0) -> SitemapWSGIMiddleware:
         """Wrap a WSGI app; every request that is not ours reaches it untouched.

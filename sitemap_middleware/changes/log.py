@@ -13,6 +13,9 @@ lives in a backend: `sqlite` (one file, one machine) or `redis` (a fleet).
 from __future__ import annotations
 
 import os
+import queue
+import threading
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Protocol
@@ -24,6 +27,7 @@ from .model import Change, SectionState, Seen
 __all__ = ["DEFAULT_PATH", "Backend", "ChangeLog"]
 
 DEFAULT_PATH = "sitemap-changes.sqlite3"
+_PENDING = 4  # pages waiting to be recorded, at most
 
 
 class Backend(Protocol):
@@ -51,6 +55,10 @@ class ChangeLog:
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
+        # Pages rendered, waiting to be recorded off their render (`record_later`).
+        self._pending: queue.Queue[Callable[[], None]] = queue.Queue(maxsize=_PENDING)
+        self._worker: threading.Thread | None = None
+        self._lock = threading.Lock()
 
     @classmethod
     def sqlite(cls, path: str | os.PathLike[str] = DEFAULT_PATH) -> ChangeLog:
@@ -66,10 +74,38 @@ class ChangeLog:
         with self.backend.ledger(seen.scope, seen.section) as ledger:
             return record(ledger, seen, pages=pages, at=at)
 
+    def record_later(self, job: Callable[[], None]) -> None:
+        """Run ``job`` (a `record` and what follows it) on the log's own thread, in order.
+
+        A render hands its page over and ends: its readers get their last bytes, and its
+        slot is free, however long the log takes. At most a few pages wait (each a gzip
+        copy); past that the render waits for room, so pages are recorded in the order
+        they were rendered and memory stays bounded.
+        """
+        with self._lock:
+            if self._worker is None or not self._worker.is_alive():
+                self._worker = threading.Thread(target=self._work, name="sitemap-changes", daemon=True)
+                self._worker.start()
+        self._pending.put(job)
+
+    def flush(self) -> None:
+        """Wait until every page handed to `record_later` in this process is recorded."""
+        self._pending.join()
+
+    def _work(self) -> None:
+        while True:
+            job = self._pending.get()
+            try:
+                job()  # it handles its own failures (`watch.Recorder`)
+            finally:
+                self._pending.task_done()
+
     def since(self, when: datetime | None = None, section: str | None = None) -> list[Change]:
-        """The changes recorded after ``when`` (an aware datetime; ``None``: all), oldest first."""
+        """The changes recorded after ``when`` (an aware datetime; ``None``: all), oldest first,
+        including those of every page this process rendered before the call."""
         if when is not None and when.tzinfo is None:
             raise ConfigurationError("changes.since needs an aware datetime (one with a tzinfo)")
+        self.flush()
         return self.backend.since(None if when is None else when.timestamp(), section)
 
     def state(self, scope: str, section: str) -> SectionState | None:

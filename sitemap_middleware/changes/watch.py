@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 from ..stats import Stats, logger
@@ -35,8 +36,13 @@ class Recorder:
         self._clock = clock
 
     def record(self, seen: Seen, pages: int | None) -> None:
+        """Record ``seen`` on the log's thread (`ChangeLog.record_later`), at the time it ended."""
+        at = self._clock()
+        self.log.record_later(partial(self._record, seen, pages, at))
+
+    def _record(self, seen: Seen, pages: int | None, at: float) -> None:
         try:
-            recorded = self.log.record(seen, pages=pages, at=self._clock())
+            recorded = self.log.record(seen, pages=pages, at=at)
         except Exception:
             self._stats.count(seen.section, "changes_errors")
             logger.exception(

@@ -141,6 +141,7 @@ def test_a_failing_log_is_counted_and_the_page_is_served(
     monkeypatch.setattr(log, "record", broken)
     response = make_client(sitemaps).get("/sitemap-products-1.xml")
     assert response.status == 200 and response.body.count(b"<url>") == PAGE
+    log.flush()  # pages are recorded on the log's own thread
     assert counter(sitemaps, "products", "changes_errors") == 1
 
 
@@ -159,6 +160,38 @@ def test_changes_are_recorded_through_a_real_server(
             assert got.status == 200
     assert found(sitemaps) == expected
     assert counter(sitemaps, "products", "renders") >= 4
+
+
+def test_a_page_is_recorded_off_its_render_and_in_render_order(
+    log: ChangeLog, make_client: Callable[..., SitemapClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    shelf = Shelf(4)
+    sitemaps = shop(log, shelf, cache=None)
+    sitemaps.refresh()
+    release = threading.Event()
+    record = log.record
+    threads: list[str] = []
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        assert release.wait(10), "the test never let the log go on"
+        return record(*args, **kwargs)
+
+    monkeypatch.setattr(log, "record", slow)
+    client = make_client(sitemaps)
+    shelf.rows["/p/000"] = "2026-11-01"
+    assert client.get("/sitemap-products-1.xml").status == 200  # answered while the log waits
+    shelf.rows["/p/000"] = "2026-11-02"
+    assert client.get("/sitemap-products-1.xml").status == 200
+    release.set()
+    changes = log.since()
+    assert threads == ["sitemap-changes", "sitemap-changes"]
+    assert [(change.kind, change.loc.removeprefix(BASE)) for change in changes] == [
+        ("changed", "/p/000"),
+        ("changed", "/p/000"),
+    ]
 
 
 def test_changes_since_needs_an_aware_datetime(log: ChangeLog) -> None:
