@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -22,7 +23,7 @@ from typing import Protocol
 
 from ..errors import ConfigurationError
 from .ledger import Ledger, Recorded, record
-from .model import Change, SectionState, Seen
+from .model import Change, Delivery, SectionState, Seen
 
 __all__ = ["DEFAULT_PATH", "Backend", "ChangeLog"]
 
@@ -43,6 +44,20 @@ class Backend(Protocol):
     def since(self, when: float | None, section: str | None, scope: str | None = None) -> list[Change]: ...
 
     def counts(self, when: float, scope: str, section: str) -> dict[str, int]: ...
+
+    # The outbox: what must reach another system, delivered from the log (`ChangeLog.claim`).
+
+    def subscribe(self, consumer: str) -> None: ...
+
+    def claim(
+        self, consumer: str, scope: str | None, holder: str, *, limit: int, lease: float, now: float
+    ) -> Delivery | None: ...
+
+    def acknowledge(self, delivery: Delivery) -> bool: ...
+
+    def release(self, delivery: Delivery) -> None: ...
+
+    def pending(self, consumer: str) -> int: ...
 
 
 class ChangeLog:
@@ -115,3 +130,40 @@ class ChangeLog:
     def counts(self, when: float, scope: str, section: str) -> dict[str, int]:
         """How many changes of each kind the section had after ``when`` (seconds since the epoch)."""
         return self.backend.counts(when, scope, section)
+
+    # -- the outbox ----------------------------------------------------------------------------
+
+    def subscribe(self, consumer: str) -> None:
+        """Give ``consumer`` (a name: ``"indexnow|https://shop.example"``) a cursor at the newest
+        change, if it has none: it is delivered every change recorded from now on, and none
+        before (IndexNow wants what changed since you started using it)."""
+        self.backend.subscribe(consumer)
+
+    def claim(
+        self,
+        consumer: str,
+        holder: str,
+        *,
+        scope: str | None = None,
+        limit: int = 10_000,
+        lease: float = 60.0,
+    ) -> Delivery | None:
+        """The oldest undelivered changes of ``consumer`` (at most ``limit``; only sections under
+        ``scope``, a site root, if given), leased to ``holder`` for ``lease`` seconds, or ``None``
+        (nothing waits, or another holder delivers them now). Pages handed to `record_later`
+        are recorded first."""
+        self.flush()
+        return self.backend.claim(consumer, scope, holder, limit=limit, lease=lease, now=time.time())
+
+    def acknowledge(self, delivery: Delivery) -> bool:
+        """``delivery`` was answered: its consumer's cursor moves past it. ``False`` when its
+        lease had run out and another holder may have delivered it too."""
+        return self.backend.acknowledge(delivery)
+
+    def release(self, delivery: Delivery) -> None:
+        """``delivery`` was not answered: it is delivered again later, by whoever claims it."""
+        self.backend.release(delivery)
+
+    def pending(self, consumer: str) -> int:
+        """How many changes wait for ``consumer``."""
+        return self.backend.pending(consumer)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-__all__ = ["KINDS", "Change", "Kind", "SectionState", "Seen"]
+__all__ = ["KINDS", "Change", "Delivery", "Kind", "SectionState", "Seen"]
 
 Kind = Literal["added", "changed", "removed"]
 KINDS: tuple[Kind, ...] = ("added", "changed", "removed")
@@ -64,3 +64,19 @@ class SectionState:
     pages: int = 0
     urls: int = 0
     completed: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """Changes claimed from the log's outbox for one consumer (an IndexNow site, a hook).
+
+    ``holder`` holds the consumer's lease until ``acknowledge`` moves its cursor past
+    ``last`` (the id of the newest change here) or the lease runs out: in a fleet, one
+    worker delivers a consumer's changes at a time, and a worker that dies mid-delivery
+    leaves them to the next. Sent means answered: a delivery is acknowledged only then.
+    """
+
+    consumer: str
+    holder: str
+    changes: tuple[Change, ...]
+    last: int

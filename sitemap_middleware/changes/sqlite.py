@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .fingerprints import Entries, pack, unpack
 from .ledger import MISSING
-from .model import KINDS, Change, SectionState
+from .model import KINDS, Change, Delivery, SectionState
 
 __all__ = ["SqliteBackend"]
 
@@ -46,6 +46,8 @@ CREATE TABLE IF NOT EXISTS changes (
     id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, section INTEGER NOT NULL,
     loc TEXT NOT NULL, kind INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS changes_at ON changes (at);
+CREATE TABLE IF NOT EXISTS outbox (
+    consumer TEXT PRIMARY KEY, position INTEGER NOT NULL, holder TEXT, lease_until REAL);
 """
 assert MISSING == 0  # the partial index above names it
 _LOOKUP = 500  # locs per IN (...) query: under SQLite's 999 bound parameters of old builds
@@ -127,12 +129,101 @@ class SqliteBackend:
         )
         return {KINDS[kind]: count for kind, count in rows}
 
+    # -- the outbox (`log.ChangeLog.subscribe`, `claim`) ------------------------------------------
+
+    def subscribe(self, consumer: str) -> None:
+        """Start ``consumer``'s cursor at the newest change, unless it has one."""
+        self._connection().execute(
+            "INSERT OR IGNORE INTO outbox (consumer, position)"
+            " VALUES (?, (SELECT COALESCE(MAX(id), 0) FROM changes))",
+            (consumer,),
+        )
+
+    def claim(
+        self, consumer: str, scope: str | None, holder: str, *, limit: int, lease: float, now: float
+    ) -> Delivery | None:
+        """Up to ``limit`` changes past ``consumer``'s cursor (of sections under ``scope``, if
+        given), leased to ``holder`` until ``now + lease``; ``None`` when there are none, or
+        another holder's lease runs."""
+        connection = self._connection()
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            row = connection.execute(
+                "SELECT position, holder, lease_until FROM outbox WHERE consumer = ?", (consumer,)
+            ).fetchone()
+            if row is None:
+                raise LookupError(f"no outbox for {consumer!r}: subscribe it first")
+            position, held_by, until = row
+            if held_by not in (None, holder) and until is not None and until > now:
+                connection.execute("COMMIT")
+                return None
+            query = (
+                "SELECT changes.id, changes.loc, changes.kind, changes.at, sections.name FROM changes"
+                " JOIN sections ON sections.id = changes.section WHERE changes.id > ?"
+            )
+            arguments: list[object] = [position]
+            if scope is not None:
+                query += " AND (sections.scope = ? OR sections.scope LIKE ? ESCAPE '\\')"
+                arguments += [scope, _like_prefix(scope)]
+            rows = connection.execute(query + " ORDER BY changes.id LIMIT ?", (*arguments, limit)).fetchall()
+            if not rows:
+                connection.execute(
+                    "UPDATE outbox SET holder = NULL, lease_until = NULL WHERE consumer = ?", (consumer,)
+                )
+                connection.execute("COMMIT")
+                return None
+            connection.execute(
+                "UPDATE outbox SET holder = ?, lease_until = ? WHERE consumer = ?",
+                (holder, now + lease, consumer),
+            )
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        changes = tuple(
+            Change(loc, KINDS[kind], datetime.fromtimestamp(at, UTC), name) for _, loc, kind, at, name in rows
+        )
+        return Delivery(consumer, holder, changes, rows[-1][0])
+
+    def acknowledge(self, delivery: Delivery) -> bool:
+        """Move the cursor past ``delivery`` and free the lease; ``False`` if the lease was lost."""
+        cursor = self._connection().execute(
+            "UPDATE outbox SET position = MAX(position, ?), holder = NULL, lease_until = NULL"
+            " WHERE consumer = ? AND holder = ?",
+            (delivery.last, delivery.consumer, delivery.holder),
+        )
+        return cursor.rowcount == 1
+
+    def release(self, delivery: Delivery) -> None:
+        """Give the lease back without moving the cursor (to be delivered again, by anyone)."""
+        self._connection().execute(
+            "UPDATE outbox SET holder = NULL, lease_until = NULL WHERE consumer = ? AND holder = ?",
+            (delivery.consumer, delivery.holder),
+        )
+
+    def pending(self, consumer: str) -> int:
+        """How many changes wait past ``consumer``'s cursor (of every scope)."""
+        row = (
+            self._connection()
+            .execute(
+                "SELECT COUNT(*) FROM changes WHERE id > (SELECT position FROM outbox WHERE consumer = ?)",
+                (consumer,),
+            )
+            .fetchone()
+        )
+        return int(row[0])
+
     def close(self) -> None:
         """Close this thread's connection (others close with their threads)."""
         connection = getattr(self._local, "connection", None)
         if connection is not None:
             connection.close()
             self._local.connection = None
+
+
+def _like_prefix(scope: str) -> str:
+    """A LIKE pattern for the scopes below ``scope`` (its mount prefixes)."""
+    return scope.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"
 
 
 def _section_id(connection: sqlite3.Connection, scope: str, name: str) -> int:
