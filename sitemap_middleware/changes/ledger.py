@@ -92,6 +92,10 @@ class Ledger(Protocol):
         """Add ``changes`` to the section's log, in order."""
         ...
 
+    def append_page(self, number: int, at: datetime) -> None:
+        """Add to the log that page ``number``'s bytes changed (a `model.PageChange`)."""
+        ...
+
 
 class Recorded:
     """What `record` found in one page: the changes reported, and whether a pass ended."""
@@ -113,7 +117,9 @@ def record(ledger: Ledger, seen: Seen, *, pages: int | None, at: float) -> Recor
     baselined = state.baselined  # before this page: the baseline pass reports nothing
     found: list[tuple[bytes, Kind]] = []
     number = seen.number
-    if ledger.page_digest(number) != seen.digest:
+    when = datetime.fromtimestamp(at, UTC)
+    moved = ledger.page_digest(number) != seen.digest
+    if moved:
         state.urls += _compare(ledger, seen, found)
     completed = False
     if pages is not None and number <= pages and ledger.pass_page(number, pages) == pages:
@@ -125,9 +131,11 @@ def record(ledger: Ledger, seen: Seen, *, pages: int | None, at: float) -> Recor
     if pages is not None:
         state.pages = pages
     ledger.put_state(state)
-    changes = _changes(found, datetime.fromtimestamp(at, UTC), seen.section) if baselined else []
+    changes = _changes(found, when, seen.section) if baselined else []
     if changes:
         ledger.append(changes)
+    if moved and baselined:
+        ledger.append_page(number, when)  # after its URLs: a claim of its span names both
     return Recorded(changes, completed)
 
 

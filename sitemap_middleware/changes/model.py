@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-__all__ = ["KINDS", "Change", "Delivery", "Kind", "SectionState", "Seen"]
+__all__ = ["KINDS", "Change", "Delivery", "Kind", "PageChange", "SectionState", "Seen"]
 
 Kind = Literal["added", "changed", "removed"]
 KINDS: tuple[Kind, ...] = ("added", "changed", "removed")
@@ -67,6 +67,17 @@ class SectionState:
 
 
 @dataclass(frozen=True, slots=True)
+class PageChange:
+    """A page whose bytes changed (what a CDN in front must drop): recorded with the URL
+    changes, from the same renders, once the section's baseline has ended."""
+
+    scope: str
+    section: str
+    page: int
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class Delivery:
     """Changes claimed from the log's outbox for one consumer (an IndexNow site, a hook).
 
@@ -74,9 +85,11 @@ class Delivery:
     ``last`` (the id of the newest change here) or the lease runs out: in a fleet, one
     worker delivers a consumer's changes at a time, and a worker that dies mid-delivery
     leaves them to the next. Sent means answered: a delivery is acknowledged only then.
+    ``pages``: the pages whose bytes changed, in the same span of the log.
     """
 
     consumer: str
     holder: str
     changes: tuple[Change, ...]
     last: int
+    pages: tuple[PageChange, ...] = ()

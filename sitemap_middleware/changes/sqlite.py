@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .fingerprints import Entries, pack, unpack
 from .ledger import MISSING
-from .model import KINDS, Change, Delivery, SectionState
+from .model import KINDS, Change, Delivery, PageChange, SectionState
 
 __all__ = ["SqliteBackend"]
 
@@ -44,12 +44,13 @@ CREATE TABLE IF NOT EXISTS passes (
     section INTEGER NOT NULL, page INTEGER NOT NULL, PRIMARY KEY (section, page)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS changes (
     id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, section INTEGER NOT NULL,
-    loc TEXT NOT NULL, kind INTEGER NOT NULL);
+    loc TEXT NOT NULL, kind INTEGER NOT NULL, page INTEGER);
 CREATE INDEX IF NOT EXISTS changes_at ON changes (at);
 CREATE TABLE IF NOT EXISTS outbox (
     consumer TEXT PRIMARY KEY, position INTEGER NOT NULL, holder TEXT, lease_until REAL);
 """
 assert MISSING == 0  # the partial index above names it
+_PAGE = len(KINDS)  # the kind of a row that says a page's bytes changed (its loc empty)
 _LOOKUP = 500  # locs per IN (...) query: under SQLite's 999 bound parameters of old builds
 
 
@@ -106,9 +107,9 @@ class SqliteBackend:
         """The changes recorded after ``when`` (seconds since the epoch), oldest first."""
         query = (
             "SELECT changes.loc, changes.kind, changes.at, sections.name FROM changes"
-            " JOIN sections ON sections.id = changes.section WHERE changes.at > ?"
+            " JOIN sections ON sections.id = changes.section WHERE changes.at > ? AND changes.kind < ?"
         )
-        arguments: list[object] = [-1.0 if when is None else when]
+        arguments: list[object] = [-1.0 if when is None else when, _PAGE]
         if section is not None:
             query += " AND sections.name = ?"
             arguments.append(section)
@@ -124,8 +125,9 @@ class SqliteBackend:
         """How many changes of each kind the section had after ``when``."""
         rows = self._connection().execute(
             "SELECT changes.kind, COUNT(*) FROM changes JOIN sections ON sections.id = changes.section"
-            " WHERE changes.at > ? AND sections.scope = ? AND sections.name = ? GROUP BY changes.kind",
-            (when, scope, section),
+            " WHERE changes.at > ? AND sections.scope = ? AND sections.name = ? AND changes.kind < ?"
+            " GROUP BY changes.kind",
+            (when, scope, section, _PAGE),
         )
         return {KINDS[kind]: count for kind, count in rows}
 
@@ -158,7 +160,8 @@ class SqliteBackend:
                 connection.execute("COMMIT")
                 return None
             query = (
-                "SELECT changes.id, changes.loc, changes.kind, changes.at, sections.name FROM changes"
+                "SELECT changes.id, changes.loc, changes.kind, changes.at, sections.name,"
+                " sections.scope, changes.page FROM changes"
                 " JOIN sections ON sections.id = changes.section WHERE changes.id > ?"
             )
             arguments: list[object] = [position]
@@ -180,10 +183,15 @@ class SqliteBackend:
         except BaseException:
             connection.execute("ROLLBACK")
             raise
-        changes = tuple(
-            Change(loc, KINDS[kind], datetime.fromtimestamp(at, UTC), name) for _, loc, kind, at, name in rows
-        )
-        return Delivery(consumer, holder, changes, rows[-1][0])
+        changes: list[Change] = []
+        pages: list[PageChange] = []
+        for _, loc, kind, at, name, in_scope, page in rows:
+            when = datetime.fromtimestamp(at, UTC)
+            if kind == _PAGE:
+                pages.append(PageChange(in_scope, name, page, when))
+            else:
+                changes.append(Change(loc, KINDS[kind], when, name))
+        return Delivery(consumer, holder, tuple(changes), rows[-1][0], tuple(pages))
 
     def acknowledge(self, delivery: Delivery) -> bool:
         """Move the cursor past ``delivery`` and free the lease; ``False`` if the lease was lost."""
@@ -202,7 +210,7 @@ class SqliteBackend:
         )
 
     def pending(self, consumer: str) -> int:
-        """How many changes wait past ``consumer``'s cursor (of every scope)."""
+        """How many changes (of URLs and of pages) wait past ``consumer``'s cursor, of every scope."""
         row = (
             self._connection()
             .execute(
@@ -319,6 +327,12 @@ class SqliteLedger:
 
     def end_pass(self) -> None:
         self._db.execute("DELETE FROM passes WHERE section = ?", (self._id,))
+
+    def append_page(self, number: int, at: datetime) -> None:
+        self._db.execute(
+            "INSERT INTO changes (at, section, loc, kind, page) VALUES (?, ?, '', ?, ?)",
+            (at.timestamp(), self._id, _PAGE, number),
+        )
 
     def append(self, changes: list[Change]) -> None:
         self._db.executemany(

@@ -79,3 +79,13 @@ def test_a_claim_is_at_most_its_limit_and_only_of_its_scope(log: ChangeLog) -> N
 def test_claiming_for_a_consumer_never_subscribed_is_an_error(log: ChangeLog) -> None:
     with pytest.raises(LookupError, match="subscribe"):
         log.claim("nobody", "w")
+
+
+def test_a_delivery_names_the_pages_whose_bytes_changed(log: ChangeLog) -> None:
+    render(log, [["/a", "/b"], ["/c"]], at=1500.0)  # pages recorded after the baseline of [["/a"]]
+    log.subscribe("cdn")
+    render(log, [["/a", "/b"], ["/c", "/d"]], at=2000.0)
+    delivery = log.claim("cdn", "w")
+    assert delivery is not None and paths(delivery) == ["/d"]
+    assert [(page.scope, page.section, page.page) for page in delivery.pages] == [(BASE, "products", 2)]
+    assert all(change.kind != "page" for change in log.since())  # URL changes only
