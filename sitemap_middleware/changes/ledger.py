@@ -18,7 +18,9 @@ the page it was on, not yet seen on another. `record` compares a page with all t
   rendered. Then what is still missing, and what sat on pages past the plan's end, is
   **removed**.
 
-The first pass is the baseline: it records everything and reports nothing.
+The first pass is the baseline: it records everything and reports nothing. An added or
+changed URL is reported with the lastmod its page published (read from the page only when
+it reported something: `fingerprints.read_lastmods`).
 
 A URL that crosses a page boundary *backwards* between the renders of its two pages in one
 pass (page 5 rendered, rows deleted before it, then page 6) is seen on neither: it is
@@ -33,7 +35,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 from xml.sax.saxutils import unescape
 
-from .fingerprints import Entries, read_page
+from .fingerprints import Entries, read_lastmods, read_page
 from .model import Change, Kind, SectionState, Seen
 
 __all__ = ["MISSING", "Ledger", "Recorded", "record"]
@@ -111,16 +113,17 @@ def record(ledger: Ledger, seen: Seen, *, pages: int | None, at: float) -> Recor
     known (no store keeps plans): the page is compared, and no pass can end.
     """
     state = ledger.state()
-    when = datetime.fromtimestamp(at, UTC)
-    changes: list[Change] = []
+    found: list[tuple[bytes, Kind]] = []
 
     def report(loc: bytes, kind: Kind) -> None:
         if state.baselined:
-            changes.append(Change(_absolute(loc), kind, when, seen.section))
+            found.append((loc, kind))
 
     number = seen.number
+    body = None
     if ledger.page_digest(number) != seen.digest:
-        state.urls += _compare(ledger, seen, report)
+        body = seen.body()
+        state.urls += _compare(ledger, seen, body, report)
     completed = False
     if pages is not None and number <= pages and ledger.pass_page(number, pages) == pages:
         completed = True
@@ -131,15 +134,31 @@ def record(ledger: Ledger, seen: Seen, *, pages: int | None, at: float) -> Recor
     if pages is not None:
         state.pages = pages
     ledger.put_state(state)
+    changes = _changes(found, body, datetime.fromtimestamp(at, UTC), seen.section)
     if changes:
         ledger.append(changes)
     return Recorded(changes, completed)
 
 
-def _compare(ledger: Ledger, seen: Seen, report: _Report) -> int:
+def _changes(
+    found: list[tuple[bytes, Kind]], body: bytes | None, when: datetime, section: str
+) -> list[Change]:
+    """What was found, as changes; an added or changed URL with the lastmod its page published."""
+    published: dict[bytes, bytes] = {}
+    if body is not None and any(kind != "removed" for _, kind in found):
+        published = read_lastmods(body)
+    changes = []
+    for loc, kind in found:
+        lastmod = None if kind == "removed" else published.get(loc)
+        text = None if lastmod is None else lastmod.decode()
+        changes.append(Change(_absolute(loc), kind, when, section, text))
+    return changes
+
+
+def _compare(ledger: Ledger, seen: Seen, body: bytes, report: _Report) -> int:
     """Write the page's new entries and report what differs; returns how many URLs are new."""
     number = seen.number
-    rendered = read_page(seen.body())
+    rendered = read_page(body)
     recorded = ledger.page(number)
     prior: Entries = {} if recorded is None else recorded[1]
     arrived = [loc for loc in rendered if loc not in prior]

@@ -8,7 +8,7 @@ sqlite3 module's own rule.
 Tables: ``sections`` (one row per scope and section: `model.SectionState`), ``pages``
 (each page's digest and packed entries), ``urls`` (loc -> page, fingerprint; no rowid,
 the loc is the key), ``passes`` (pages recorded in the current pass) and ``changes``
-(the log itself, in order of recording).
+(the log itself, in order of recording, each with the lastmod its URL was published with).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS passes (
     section INTEGER NOT NULL, page INTEGER NOT NULL, PRIMARY KEY (section, page)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS changes (
     id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, section INTEGER NOT NULL,
-    loc TEXT NOT NULL, kind INTEGER NOT NULL);
+    loc TEXT NOT NULL, kind INTEGER NOT NULL, lastmod TEXT);
 CREATE INDEX IF NOT EXISTS changes_at ON changes (at);
 """
 assert MISSING == 0  # the partial index above names it
@@ -103,7 +103,7 @@ class SqliteBackend:
     def since(self, when: float | None, section: str | None, scope: str | None = None) -> list[Change]:
         """The changes recorded after ``when`` (seconds since the epoch), oldest first."""
         query = (
-            "SELECT changes.loc, changes.kind, changes.at, sections.name FROM changes"
+            "SELECT changes.loc, changes.kind, changes.at, sections.name, changes.lastmod FROM changes"
             " JOIN sections ON sections.id = changes.section WHERE changes.at > ?"
         )
         arguments: list[object] = [-1.0 if when is None else when]
@@ -115,7 +115,8 @@ class SqliteBackend:
             arguments.append(scope)
         rows = self._connection().execute(query + " ORDER BY changes.id", arguments)
         return [
-            Change(loc, KINDS[kind], datetime.fromtimestamp(at, UTC), name) for loc, kind, at, name in rows
+            Change(loc, KINDS[kind], datetime.fromtimestamp(at, UTC), name, lastmod)
+            for loc, kind, at, name, lastmod in rows
         ]
 
     def counts(self, when: float, scope: str, section: str) -> dict[str, int]:
@@ -231,6 +232,9 @@ class SqliteLedger:
 
     def append(self, changes: list[Change]) -> None:
         self._db.executemany(
-            "INSERT INTO changes (at, section, loc, kind) VALUES (?, ?, ?, ?)",
-            ((change.at.timestamp(), self._id, change.loc, KINDS.index(change.kind)) for change in changes),
+            "INSERT INTO changes (at, section, loc, kind, lastmod) VALUES (?, ?, ?, ?, ?)",
+            (
+                (change.at.timestamp(), self._id, change.loc, KINDS.index(change.kind), change.lastmod)
+                for change in changes
+            ),
         )
