@@ -212,7 +212,7 @@ class Service:
         return Reply(200, headers, growing.reader(gzip=gzip_out), growing=growing)
 
     def _watch(self, section: str, number: int, prefix: str) -> PageWatch | None:
-        if self.recorder is None:
+        if self.recorder is None or not self.sections[section].recorded:
             return None
         scope = self.engine.site.root + prefix
         return PageWatch(self.recorder, scope, section, number, partial(self._pages.get, (prefix, section)))

@@ -119,6 +119,30 @@ class SqliteBackend:
             for loc, kind, at, name, lastmod in rows
         ]
 
+    def recent(self, when: float, root: str) -> list[Change]:
+        """The changes recorded after ``when`` of the sections of the site at ``root`` (its
+        scope, or a mount below it), oldest first."""
+        rows = self._connection().execute(
+            "SELECT changes.loc, changes.kind, changes.at, sections.name, changes.lastmod FROM changes"
+            " JOIN sections ON sections.id = changes.section WHERE changes.at > ?"
+            " AND (sections.scope = ? OR substr(sections.scope, 1, ?) = ?) ORDER BY changes.id",
+            (when, root, len(root) + 1, root + "/"),
+        )
+        return [
+            Change(loc, KINDS[kind], datetime.fromtimestamp(at, UTC), name, lastmod)
+            for loc, kind, at, name, lastmod in rows
+        ]
+
+    def mark(self, when: float) -> str:
+        """A token that moves whenever the changes recorded after ``when`` do: the newest
+        change's id and the oldest one's still after ``when`` (two index lookups)."""
+        connection = self._connection()
+        (newest,) = connection.execute("SELECT MAX(id) FROM changes").fetchone()
+        oldest = connection.execute(
+            "SELECT id FROM changes WHERE at > ? ORDER BY at, id LIMIT 1", (when,)
+        ).fetchone()
+        return f"{newest}:{None if oldest is None else oldest[0]}"
+
     def counts(self, when: float, scope: str, section: str) -> dict[str, int]:
         """How many changes of each kind the section had after ``when``."""
         rows = self._connection().execute(
