@@ -84,7 +84,13 @@ class Service:
         self._pages: dict[tuple[str, str], int] = {}
         self._robots = RobotsTxt(engine.site.root, store)
         self._overview = OverviewPage(
-            engine.site.root, sections, self.resources, store, plan=self.plan, clock=clock
+            engine.site.root,
+            sections,
+            self.resources,
+            store,
+            plan=self.plan,
+            clock=clock,
+            changes=None if recorder is None else recorder.log,
         )
 
     # -- answering ---------------------------------------------------------------------------
