@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from .errors import ConfigurationError
+from .protocol.render import MAX_URLS
 
-__all__ = ["check_count", "check_timeout"]
+__all__ = ["check_count", "check_page_size", "check_timeout"]
 
 
 def check_count(name: str, value: object) -> int:
@@ -20,3 +21,10 @@ def check_timeout(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
         raise ConfigurationError(f"{name} must be a positive number of seconds, not {value!r}")
     return float(value)
+
+
+def check_page_size(page_size: object) -> int:
+    """URLs per file: an int from 1 to 50,000 (sitemaps.org's limit)."""
+    if isinstance(page_size, bool) or not isinstance(page_size, int) or not 1 <= page_size <= MAX_URLS:
+        raise ConfigurationError(f"page_size must be an int from 1 to {MAX_URLS:,}, not {page_size!r}")
+    return page_size

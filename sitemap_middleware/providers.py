@@ -237,7 +237,7 @@ class Section:
     ``extensions``: what its pages carry (their namespaces, languages, news window).
     """
 
-    __slots__ = ("count", "extensions", "name", "page_size", "provider", "version")
+    __slots__ = ("count", "extensions", "name", "page_size", "provider", "recorded", "version")
 
     def __init__(
         self,
@@ -247,6 +247,7 @@ class Section:
         version: Call | None = None,
         count: Call | None = None,
         extensions: Extensions = PLAIN,
+        recorded: bool = True,
     ) -> None:
         self.name = name
         self.provider = provider
@@ -254,6 +255,7 @@ class Section:
         self.version = version
         self.count = count
         self.extensions = extensions
+        self.recorded = recorded  # its pages go to the change log (a recent section's never do)
 
     def batches(
         self,

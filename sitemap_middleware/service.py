@@ -84,7 +84,13 @@ class Service:
         self._pages: dict[tuple[str, str], int] = {}
         self._robots = RobotsTxt(engine.site.root, store)
         self._overview = OverviewPage(
-            engine.site.root, sections, self.resources, store, plan=self.plan, clock=clock
+            engine.site.root,
+            sections,
+            self.resources,
+            store,
+            plan=self.plan,
+            clock=clock,
+            changes=None if recorder is None else recorder.log,
         )
 
     # -- answering ---------------------------------------------------------------------------
@@ -214,7 +220,7 @@ class Service:
         return Reply(200, headers, growing.reader(gzip=gzip_out), growing=growing)
 
     def _watch(self, section: str, number: int, prefix: str) -> PageWatch | None:
-        if self.recorder is None:
+        if self.recorder is None or not self.sections[section].recorded:
             return None
         scope = self.engine.site.root + prefix
         return PageWatch(self.recorder, scope, section, number, partial(self._pages.get, (prefix, section)))

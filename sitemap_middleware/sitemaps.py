@@ -23,9 +23,10 @@ from .asgi import ASGIApp, SitemapASGIMiddleware
 from .caching.replays import Replays
 from .caching.stores import CacheStore, MemoryStore, replayable
 from .changes.log import ChangeLog
+from .changes.recent import DAYS_2, RecentChanges
 from .changes.watch import Recorder
 from .concurrency.deadlines import THREAD_GRACE
-from .config import check_timeout
+from .config import check_page_size, check_timeout
 from .engine import DEFAULT_MEASURE_TIMEOUT, Engine
 from .errors import ConfigurationError, InvalidationError
 from .gateway import Gateway
@@ -138,7 +139,7 @@ class Sitemaps:
     ) -> None:
         self.sites = Sites(base_url, hosts)
         self.site = self.sites.default
-        self.page_size = _check_page_size(page_size)
+        self.page_size = check_page_size(page_size)
         if isinstance(max_page_bytes, bool) or not isinstance(max_page_bytes, int):
             raise ConfigurationError(f"max_page_bytes must be an int, not {max_page_bytes!r}")
         if not 1024 <= max_page_bytes <= MAX_BYTES:
@@ -155,6 +156,7 @@ class Sitemaps:
         if changes is not None and not isinstance(changes, ChangeLog):
             raise ConfigurationError(f"changes must be a ChangeLog, not {type(changes).__name__}")
         self.changes = changes
+        self._clock = clock
         recorder = None if changes is None else Recorder(changes, self.stats, clock)
         compression = Gzip.named(compressor)
         self.compressor = compression.name  # the one in use: "isal" or "zlib"
@@ -313,7 +315,7 @@ class Sitemaps:
                 raise ConfigurationError(
                     f"{what} for {name!r} must be callable, not {type(declared).__name__}"
                 )
-        size = self.page_size if page_size is None else _check_page_size(page_size)
+        size = self.page_size if page_size is None else check_page_size(page_size)
         if paged and not extensions:
             # A paged source may say which extensions its entries carry (`sources.PagedSource`).
             extensions = getattr(func, "extensions", ())
@@ -330,6 +332,12 @@ class Sitemaps:
         )
         # Its shape, picked once (`plans`): what plans its pages and finds each one.
         self._shapes[name] = Keyed() if paged else Measured() if count is None else Counted()
+
+    def recent(self, name: str, *, window: timedelta = DAYS_2, page_size: int | None = None) -> None:
+        """Register section ``name``: the URLs added or changed within ``window`` (`changes.recent`)."""
+        made = RecentChanges.of(self.changes, name, window, self._clock)
+        self.add_provider(name, made.entries, page_size=page_size, version=made.version)
+        self._sections[name].recorded = False  # its URLs are changes of the sections they belong to
 
     def _count_mismatch(self, section: str, detail: str) -> None:
         """A section's declared count did not hold (the engine logged it): counted, and the
@@ -400,12 +408,6 @@ class Sitemaps:
             max_renders=max_renders,
             send_timeout=send_timeout,
         )
-
-
-def _check_page_size(page_size: object) -> int:
-    if isinstance(page_size, bool) or not isinstance(page_size, int) or not 1 <= page_size <= MAX_URLS:
-        raise ConfigurationError(f"page_size must be an int from 1 to {MAX_URLS:,}, not {page_size!r}")
-    return page_size
 
 
 def _check_overview_path(path: object) -> str | None:

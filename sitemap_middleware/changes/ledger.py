@@ -32,7 +32,7 @@ from collections.abc import Collection, Iterable
 from datetime import UTC, datetime
 from typing import Protocol
 
-from .fingerprints import Entries, read_page
+from .fingerprints import Entries, read_lastmods, read_page
 from .model import Change, Kind, SectionState, Seen
 
 __all__ = ["MISSING", "Ledger", "Recorded", "record"]
@@ -119,8 +119,10 @@ def record(ledger: Ledger, seen: Seen, *, pages: int | None, at: float) -> Recor
     number = seen.number
     when = datetime.fromtimestamp(at, UTC)
     moved = ledger.page_digest(number) != seen.digest
+    body = None
     if moved:
-        state.urls += _compare(ledger, seen, found)
+        body = seen.body()
+        state.urls += _compare(ledger, seen, body, found)
     completed = False
     if pages is not None and number <= pages and ledger.pass_page(number, pages) == pages:
         completed = True
@@ -131,7 +133,7 @@ def record(ledger: Ledger, seen: Seen, *, pages: int | None, at: float) -> Recor
     if pages is not None:
         state.pages = pages
     ledger.put_state(state)
-    changes = _changes(found, when, seen.section) if baselined else []
+    changes = _changes(found, body, when, seen.section) if baselined else []
     if changes:
         ledger.append(changes)
     if moved and baselined:
@@ -139,7 +141,7 @@ def record(ledger: Ledger, seen: Seen, *, pages: int | None, at: float) -> Recor
     return Recorded(changes, completed)
 
 
-def _compare(ledger: Ledger, seen: Seen, found: list[tuple[bytes, Kind]]) -> int:
+def _compare(ledger: Ledger, seen: Seen, body: bytes, found: list[tuple[bytes, Kind]]) -> int:
     """Write the page's new entries and note what differs; returns how many URLs are new.
 
     A page's own entries hold the fingerprints of the URLs on it; a URL's row holds the
@@ -147,7 +149,7 @@ def _compare(ledger: Ledger, seen: Seen, found: list[tuple[bytes, Kind]]) -> int
     So a URL that changed in place costs no row write, only the page's.
     """
     number = seen.number
-    rendered = read_page(seen.body())
+    rendered = read_page(body)
     recorded = ledger.page(number)
     prior: Entries = {} if recorded is None else recorded[1]
     arrived = [loc for loc in rendered if loc not in prior]
@@ -206,10 +208,20 @@ def _end_pass(ledger: Ledger, pages: int, found: list[tuple[bytes, Kind]]) -> in
     return len(gone)
 
 
-def _changes(found: list[tuple[bytes, Kind]], when: datetime, section: str) -> list[Change]:
-    """The changes found, their locs as the URLs they name (published XML-escaped): every loc
-    unescaped at once, since a page may change whole (50,000 locs)."""
+def _changes(
+    found: list[tuple[bytes, Kind]], body: bytes | None, when: datetime, section: str
+) -> list[Change]:
+    """The changes found, their locs as the URLs they name (published XML-escaped: every loc
+    unescaped at once, since a page may change whole), an added or changed URL with the
+    lastmod its page published (read only for a page that reported one)."""
     if not found:
         return []
     text = b"\n".join(loc for loc, _ in found).decode().replace("&amp;", "&")  # `escape_uri`'s one entity
-    return [Change(loc, kind, when, section) for loc, (_, kind) in zip(text.split("\n"), found, strict=True)]
+    published: dict[bytes, bytes] = {}
+    if body is not None and any(kind != "removed" for _, kind in found):
+        published = read_lastmods(body)
+    changes = []
+    for loc, (raw, kind) in zip(text.split("\n"), found, strict=True):
+        lastmod = None if kind == "removed" else published.get(raw)
+        changes.append(Change(loc, kind, when, section, None if lastmod is None else lastmod.decode()))
+    return changes

@@ -19,13 +19,13 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from ..errors import ConfigurationError
 from .ledger import Ledger, Recorded, record
 from .model import Change, Delivery, SectionState, Seen
 
-__all__ = ["DEFAULT_PATH", "Backend", "ChangeLog"]
+__all__ = ["DEFAULT_PATH", "Backend", "ChangeLog", "Windowed"]
 
 DEFAULT_PATH = "sitemap-changes.sqlite3"
 _PENDING = 4  # pages waiting to be recorded, at most
@@ -167,3 +167,33 @@ class ChangeLog:
     def pending(self, consumer: str) -> int:
         """How many changes wait for ``consumer``."""
         return self.backend.pending(consumer)
+
+    def recent(self, when: float, root: str) -> list[Change]:
+        """The changes recorded after ``when`` in the site at ``root``, oldest first.
+
+        A backend that can select them by site itself (`Windowed`) does; another is asked
+        for the changes of the scope ``root`` (its sections at no mount prefix).
+        """
+        self.flush()  # the pages this process rendered are in it
+        if isinstance(self.backend, Windowed):
+            return self.backend.recent(when, root)
+        return self.backend.since(when, None, root)
+
+    def mark(self, when: float) -> str:
+        """A token that moves whenever the changes recorded after ``when`` do (a new one, or
+        the oldest sliding out): the declared version of a recent section (`recent`)."""
+        self.flush()
+        if isinstance(self.backend, Windowed):
+            return self.backend.mark(when)
+        changes = self.backend.since(when, None)
+        return f"{len(changes)}:{changes[-1].at.timestamp() if changes else None}"
+
+
+@runtime_checkable
+class Windowed(Protocol):
+    """A backend's optional capability: the recent changes of one site, and a cheap mark
+    of them, read by the backend itself (`sqlite.SqliteBackend`) rather than from `since`."""
+
+    def recent(self, when: float, root: str) -> list[Change]: ...
+
+    def mark(self, when: float) -> str: ...

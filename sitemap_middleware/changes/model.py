@@ -24,12 +24,17 @@ KINDS: tuple[Kind, ...] = ("added", "changed", "removed")
 @dataclass(frozen=True, slots=True)
 class Change:
     """One URL that was added, changed or removed: ``loc`` absolute, ``at`` aware (UTC),
-    the time the change was recorded (the render that saw it)."""
+    the time the change was recorded (the render that saw it).
+
+    ``lastmod``: the lastmod the URL's page published with it (W3C text, as published),
+    for an added or changed URL that had one; ``None`` otherwise (always for a removal).
+    """
 
     loc: str
     kind: Kind
     at: datetime
     section: str
+    lastmod: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

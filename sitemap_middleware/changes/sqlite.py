@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS passes (
     section INTEGER NOT NULL, page INTEGER NOT NULL, PRIMARY KEY (section, page)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS changes (
     id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, section INTEGER NOT NULL,
-    loc TEXT NOT NULL, kind INTEGER NOT NULL, page INTEGER);
+    loc TEXT NOT NULL, kind INTEGER NOT NULL, page INTEGER, lastmod TEXT);
 CREATE INDEX IF NOT EXISTS changes_at ON changes (at);
 CREATE TABLE IF NOT EXISTS outbox (
     consumer TEXT PRIMARY KEY, position INTEGER NOT NULL, holder TEXT, lease_until REAL);
@@ -106,7 +106,7 @@ class SqliteBackend:
     def since(self, when: float | None, section: str | None, scope: str | None = None) -> list[Change]:
         """The changes recorded after ``when`` (seconds since the epoch), oldest first."""
         query = (
-            "SELECT changes.loc, changes.kind, changes.at, sections.name FROM changes"
+            "SELECT changes.loc, changes.kind, changes.at, sections.name, changes.lastmod FROM changes"
             " JOIN sections ON sections.id = changes.section WHERE changes.at > ? AND changes.kind < ?"
         )
         arguments: list[object] = [-1.0 if when is None else when, _PAGE]
@@ -118,8 +118,33 @@ class SqliteBackend:
             arguments.append(scope)
         rows = self._connection().execute(query + " ORDER BY changes.id", arguments)
         return [
-            Change(loc, KINDS[kind], datetime.fromtimestamp(at, UTC), name) for loc, kind, at, name in rows
+            Change(loc, KINDS[kind], datetime.fromtimestamp(at, UTC), name, lastmod)
+            for loc, kind, at, name, lastmod in rows
         ]
+
+    def recent(self, when: float, root: str) -> list[Change]:
+        """The changes recorded after ``when`` of the sections of the site at ``root`` (its
+        scope, or a mount below it), oldest first."""
+        rows = self._connection().execute(
+            "SELECT changes.loc, changes.kind, changes.at, sections.name, changes.lastmod FROM changes"
+            " JOIN sections ON sections.id = changes.section WHERE changes.at > ? AND changes.kind < ?"
+            " AND (sections.scope = ? OR substr(sections.scope, 1, ?) = ?) ORDER BY changes.id",
+            (when, _PAGE, root, len(root) + 1, root + "/"),
+        )
+        return [
+            Change(loc, KINDS[kind], datetime.fromtimestamp(at, UTC), name, lastmod)
+            for loc, kind, at, name, lastmod in rows
+        ]
+
+    def mark(self, when: float) -> str:
+        """A token that moves whenever the changes recorded after ``when`` do: the newest
+        change's id and the oldest one's still after ``when`` (two index lookups)."""
+        connection = self._connection()
+        (newest,) = connection.execute("SELECT MAX(id) FROM changes").fetchone()
+        oldest = connection.execute(
+            "SELECT id FROM changes WHERE at > ? ORDER BY at, id LIMIT 1", (when,)
+        ).fetchone()
+        return f"{newest}:{None if oldest is None else oldest[0]}"
 
     def counts(self, when: float, scope: str, section: str) -> dict[str, int]:
         """How many changes of each kind the section had after ``when``."""
@@ -161,7 +186,7 @@ class SqliteBackend:
                 return None
             query = (
                 "SELECT changes.id, changes.loc, changes.kind, changes.at, sections.name,"
-                " sections.scope, changes.page FROM changes"
+                " sections.scope, changes.page, changes.lastmod FROM changes"
                 " JOIN sections ON sections.id = changes.section WHERE changes.id > ?"
             )
             arguments: list[object] = [position]
@@ -185,12 +210,12 @@ class SqliteBackend:
             raise
         changes: list[Change] = []
         pages: list[PageChange] = []
-        for _, loc, kind, at, name, in_scope, page in rows:
+        for _, loc, kind, at, name, in_scope, page, lastmod in rows:
             when = datetime.fromtimestamp(at, UTC)
             if kind == _PAGE:
                 pages.append(PageChange(in_scope, name, page, when))
             else:
-                changes.append(Change(loc, KINDS[kind], when, name))
+                changes.append(Change(loc, KINDS[kind], when, name, lastmod))
         return Delivery(consumer, holder, tuple(changes), rows[-1][0], tuple(pages))
 
     def acknowledge(self, delivery: Delivery) -> bool:
@@ -336,6 +361,9 @@ class SqliteLedger:
 
     def append(self, changes: list[Change]) -> None:
         self._db.executemany(
-            "INSERT INTO changes (at, section, loc, kind) VALUES (?, ?, ?, ?)",
-            ((change.at.timestamp(), self._id, change.loc, KINDS.index(change.kind)) for change in changes),
+            "INSERT INTO changes (at, section, loc, kind, lastmod) VALUES (?, ?, ?, ?, ?)",
+            (
+                (change.at.timestamp(), self._id, change.loc, KINDS.index(change.kind), change.lastmod)
+                for change in changes
+            ),
         )
