@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from .errors import ConfigurationError
+from .web import rules
 
-__all__ = ["check_count", "check_timeout"]
+__all__ = ["check_count", "check_overview_path", "check_timeout"]
 
 
 def check_count(name: str, value: object) -> int:
@@ -20,3 +21,14 @@ def check_timeout(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
         raise ConfigurationError(f"{name} must be a positive number of seconds, not {value!r}")
     return float(value)
+
+
+def check_overview_path(path: object) -> str | None:
+    """A path of our own for the HTML overview, or ``None`` (off)."""
+    if path is None:
+        return None
+    if not isinstance(path, str) or not path.startswith("/") or any(c in path for c in "?#\x00 "):
+        raise ConfigurationError(f"overview_path must be a path such as '/sitemaps/', not {path!r}")
+    if rules.match_route(path, ()) is not None or path == rules.ROBOTS_PATH:
+        raise ConfigurationError(f"overview_path {path!r} is one of our sitemap paths")
+    return path

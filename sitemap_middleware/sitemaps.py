@@ -25,7 +25,7 @@ from .caching.stores import CacheStore, MemoryStore, replayable
 from .changes.log import ChangeLog
 from .changes.watch import Recorder
 from .concurrency.deadlines import THREAD_GRACE
-from .config import check_timeout
+from .config import check_overview_path, check_timeout
 from .engine import DEFAULT_MEASURE_TIMEOUT, Engine
 from .errors import ConfigurationError, InvalidationError
 from .gateway import Gateway
@@ -33,6 +33,7 @@ from .plans.counted import Counted
 from .plans.keyed import Keyed
 from .plans.measured import Measured
 from .plans.shape import Shape
+from .plans.shrinking import DEFAULT_MAX_SHRINK, ShrinkGuard, check_max_shrink
 from .protocol.extensions import Extensions
 from .protocol.render import MAX_BYTES, MAX_URLS
 from .providers import Call, Provider, ProviderFunc, Section
@@ -40,7 +41,6 @@ from .refresh import Refreshed, refresh
 from .service import Service
 from .sources import PagedSource
 from .stats import Stats, logger
-from .web import rules
 from .web.compress import Gzip
 from .web.headers import HeaderPolicy
 from .web.rules import INDEX_SECTION
@@ -111,6 +111,9 @@ class Sitemaps:
     - ``changes``: a `ChangeLog` (``ChangeLog.sqlite(path)``, ``ChangeLog.redis(url)``) in
       which every page rendered completely is recorded: what was added, changed or removed
       since, read with ``sitemaps.changes.since(when)`` (see the README, "What changed").
+    - ``max_shrink``: the share of its URLs a section may lose at once (in (0, 1]; ``None``:
+      any); past it the last published documents are served until ``accept_shrink`` or it
+      grows back (see the README, "When a section shrinks").
     - ``clock``: wall clock for ``Last-Modified`` and the change log; inject a fake one in tests.
 
     Concurrency belongs to the adapter that has it: ``sitemaps.asgi(app,
@@ -134,6 +137,7 @@ class Sitemaps:
         overview_path: str | None = None,
         compressor: Literal["auto", "isal", "zlib"] = "auto",
         changes: ChangeLog | None = None,
+        max_shrink: float | None = DEFAULT_MAX_SHRINK,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.sites = Sites(base_url, hosts)
@@ -166,6 +170,8 @@ class Sitemaps:
             cache = None
         self.cache: CacheStore | None = cache
         policy = HeaderPolicy(cache_control=cache_control, robots_tag=robots_tag)
+        # One guard for every site: its records are keyed by site and mount prefix.
+        self._shrink = ShrinkGuard(check_max_shrink(max_shrink), cache, self.stats, changes)
         # A follower gives up on a leader whose provider stayed silent past its deadline.
         stall_after = None if provider_timeout is None else provider_timeout + THREAD_GRACE
         # One service per site: each renders with its own base_url; they share the
@@ -191,6 +197,7 @@ class Sitemaps:
                 stall_after=stall_after,
                 compression=compression,
                 recorder=recorder,
+                shrink=self._shrink,
             )
             for site in self.sites.all
         }
@@ -203,7 +210,7 @@ class Sitemaps:
             services,
             replays,
             provider_timeout=provider_timeout,
-            overview_path=_check_overview_path(overview_path),
+            overview_path=check_overview_path(overview_path),
             clock=clock,
         )
 
@@ -358,6 +365,14 @@ class Sitemaps:
         if self.cache is not None:
             self.cache.invalidate(section)
 
+    def accept_shrink(self, section: str) -> None:
+        """Publish ``section``'s next plan however much it shrank (``max_shrink``), once, on
+        every worker sharing the cache: the section is invalidated, so it is planned afresh."""
+        if section not in self._sections:
+            raise ConfigurationError(f"no section named {section!r}")
+        self._shrink.accept(section)
+        self.invalidate(section)
+
     def refresh(self, section: str | None = None) -> Refreshed:
         """Render every page of ``section`` (or of every section) now, off any request.
 
@@ -403,13 +418,3 @@ def _check_page_size(page_size: object) -> int:
     if isinstance(page_size, bool) or not isinstance(page_size, int) or not 1 <= page_size <= MAX_URLS:
         raise ConfigurationError(f"page_size must be an int from 1 to {MAX_URLS:,}, not {page_size!r}")
     return page_size
-
-
-def _check_overview_path(path: object) -> str | None:
-    if path is None:
-        return None
-    if not isinstance(path, str) or not path.startswith("/") or any(c in path for c in "?#\x00 "):
-        raise ConfigurationError(f"overview_path must be a path such as '/sitemaps/', not {path!r}")
-    if rules.match_route(path, ()) is not None or path == rules.ROBOTS_PATH:
-        raise ConfigurationError(f"overview_path {path!r} is one of our sitemap paths")
-    return path
