@@ -24,7 +24,7 @@ from typing import Any
 
 from .answers.overview import OverviewPage
 from .answers.robots import RobotsTxt
-from .caching.resources import Resource, Resources
+from .caching.resources import Resource, Resources, page_key
 from .caching.stores import CacheStore, Document
 from .changes.watch import PageWatch, Recorder
 from .concurrency.flights import Flight
@@ -34,6 +34,8 @@ from .engine import Engine, index_files
 from .errors import ProviderError
 from .plans import PagePlan
 from .plans.shape import Shape
+from .plans.shrinking import ShrinkGuard
+from .protocol.render import MAX_SITEMAPS
 from .providers import AsyncRunner, Section
 from .stats import Stats, logger
 from .web import rules
@@ -60,6 +62,7 @@ class Service:
         stall_after: float | None = None,
         compression: Gzip | None = None,
         recorder: Recorder | None = None,
+        shrink: ShrinkGuard | None = None,
     ) -> None:
         self.engine = engine
         self.compression = compression or Gzip.named("zlib")
@@ -82,7 +85,9 @@ class Service:
         # The pages of each section's newest whole plan in this process, by mount prefix:
         # when a page is recorded, whether its section's pass has ended (`changes.ledger`).
         self._pages: dict[tuple[str, str], int] = {}
-        self._robots = RobotsTxt(engine.site.root, store)
+        # Each whole plan is held against the section's last published one (`plans.shrinking`).
+        self.shrink = shrink or ShrinkGuard(None, store, stats, None)
+        self._robots = RobotsTxt(engine.site.root, store, published=self._published_index_files)
         self._overview = OverviewPage(
             engine.site.root,
             sections,
@@ -198,6 +203,9 @@ class Service:
                 self.store.set(resource.key, document)
             self.documents.keep_index(request.prefix, route.number, document)
             return self.documents.reply(document, resource, route, request, hit=False)
+        kept = self._refused_page(resource, route, request, run_async)
+        if kept is not None:
+            return kept
         stream = self._page_stream(self.sections[resource.section], route.number, request.prefix, run_async)
         watch = self._watch(resource.section, route.number, request.prefix)
         if stream is None:
@@ -218,6 +226,44 @@ class Service:
         completed = None if watch is None else watch.stored
         growing = self.documents.grow(resource, request, stream, flight, completed)
         return Reply(200, headers, growing.reader(gzip=gzip_out), growing=growing)
+
+    def _refused_page(
+        self, resource: Resource, route: rules.Route, request: Request, run_async: AsyncRunner
+    ) -> Reply | None:
+        """While a shrink of the section is refused, its page as last published (still stored
+        under the generation it was published at), or a 503 where none is kept: never the
+        shrunken page (`plans.shrinking`)."""
+        if self.shrink.max_shrink is None:
+            return None
+        scope = self.engine.site.root + request.prefix
+        section = self.sections[resource.section]
+        planned = self.store is not None and (
+            route.number > 1 or self.shapes[section.name].word != "measured"
+        )
+        if planned:
+            # The page needs its section's whole plan anyway: held against the last published
+            # one before the page renders. Page 1 of a measured section needs none, and is not
+            # measured twice for this: a shrink is caught there once anything plans it.
+            self.plan(section, request.prefix, run_async)
+        refused = self.shrink.refused(scope, section.name)
+        if refused is not None and not planned:
+            # Refused until now: planned afresh, it may have grown back or been accepted.
+            self.plan(section, request.prefix, run_async)
+            refused = self.shrink.refused(scope, section.name)
+        if refused is None:
+            return None
+        if refused.plan is not None and route.number > refused.plan.pages:
+            return plain(404, b"Not Found\n")
+        document = key = None
+        if self.store is not None and refused.plan is not None and refused.generation is not None:
+            key = page_key(scope, resource.section, refused.generation, route.number, None)
+            document = self.store.get(key)
+        if document is None or key is None:
+            self.stats.count(resource.section, "shrink_unavailable")
+            return unavailable()
+        self.stats.count(resource.section, "stale_served")
+        kept = Resource("page", resource.section, key, resource.stable, None)
+        return self.documents.reply(document, kept, route, request, hit=False)
 
     def _watch(self, section: str, number: int, prefix: str) -> PageWatch | None:
         if self.recorder is None or not self.sections[section].recorded:
@@ -254,9 +300,11 @@ class Service:
         planner = shape.planner(
             self.engine, section, self.resources, run_async, prefix=prefix, stored=store is not None
         )
+        scope = self.engine.site.root + prefix
         if store is None:
             made = planner.make(run_async, until)
             if until is None:
+                made = self.shrink.publish(scope, section.name, made)
                 self._planned(prefix, section.name, made)
             return made
         generation = store.generation(section.name)
@@ -278,6 +326,7 @@ class Service:
         plan, flight = run_blocking(flow, partial(_perform_here, run_async))
         if flight is not None:
             flight.release()
+        plan = self.shrink.publish(scope, section.name, plan)
         self._planned(prefix, section.name, plan)
         return plan
 
@@ -287,6 +336,15 @@ class Service:
         self._pages[(prefix, section)] = plan.pages
 
     # -- robots.txt --------------------------------------------------------------------------
+
+    def _published_index_files(self, prefix: str) -> int | None:
+        """How many index files the sections' last published plans need (`plans.shrinking`:
+        kept beside the store, or the change log's pages), calling no provider."""
+        scope = self.engine.site.root + prefix
+        known = [self.shrink.pages(scope, name) for name in self.sections]
+        if all(pages is None for pages in known):
+            return None
+        return -(-sum(pages or 0 for pages in known) // MAX_SITEMAPS)
 
     def robots(self, request: Request, app: AppAnswer) -> Reply:
         """Our robots.txt given the app's answer to the same request (`answers.robots`)."""

@@ -13,7 +13,6 @@ asgi_app = sitemaps.asgi(starlette_app)         # Starlette, FastAPI, Django's A
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
@@ -26,25 +25,21 @@ from .changes.log import ChangeLog
 from .changes.recent import DAYS_2, RecentChanges
 from .changes.watch import Recorder
 from .concurrency.deadlines import THREAD_GRACE
-from .config import check_page_size, check_timeout
+from .config import check_overview_path, check_page_size, check_timeout
 from .engine import DEFAULT_MEASURE_TIMEOUT, Engine
 from .errors import ConfigurationError, InvalidationError
 from .gateway import Gateway
-from .plans.counted import Counted
-from .plans.keyed import Keyed
-from .plans.measured import Measured
 from .plans.shape import Shape
-from .protocol.extensions import Extensions
+from .plans.shrinking import DEFAULT_MAX_SHRINK, ShrinkGuard, check_max_shrink
 from .protocol.render import MAX_BYTES, MAX_URLS
-from .providers import Call, Provider, ProviderFunc, Section
+from .providers import ProviderFunc, Section
 from .refresh import Refreshed, refresh
+from .registration import CountFunc, VersionFunc, registered
 from .service import Service
 from .sources import PagedSource
 from .stats import Stats, logger
-from .web import rules
 from .web.compress import Gzip
 from .web.headers import HeaderPolicy
-from .web.rules import INDEX_SECTION
 from .web.sites import Hosts, Sites
 from .wsgi import SitemapWSGIMiddleware
 
@@ -54,14 +49,11 @@ if TYPE_CHECKING:
 __all__ = ["Sitemaps"]
 
 F = TypeVar("F", bound=ProviderFunc)
-VersionFunc = Callable[[], object]
-CountFunc = Callable[[], object]
 # Crawlers re-read sitemaps rarely; CDNs may keep one 10 minutes and serve it stale while
 # refreshing for an hour more (RFC 5861).
 # Generous: measuring a 10M-URL section takes tens of seconds; a hang takes forever.
 DEFAULT_PROVIDER_TIMEOUT = 120.0
 DEFAULT_CACHE_CONTROL = "public, max-age=600, stale-while-revalidate=3600"
-_SECTION_NAME = re.compile(r"[a-z0-9_]+(?:-[a-z0-9_]+)*")
 
 
 class Sitemaps:
@@ -112,6 +104,9 @@ class Sitemaps:
     - ``changes``: a `ChangeLog` (``ChangeLog.sqlite(path)``, ``ChangeLog.redis(url)``) in
       which every page rendered completely is recorded: what was added, changed or removed
       since, read with ``sitemaps.changes.since(when)`` (see the README, "What changed").
+    - ``max_shrink``: the share of its URLs a section may lose at once (in (0, 1]; ``None``:
+      any); past it the last published documents are served until ``accept_shrink`` or it
+      grows back (see the README, "When a section shrinks").
     - ``clock``: wall clock for ``Last-Modified`` and the change log; inject a fake one in tests.
 
     Concurrency belongs to the adapter that has it: ``sitemaps.asgi(app,
@@ -135,6 +130,7 @@ class Sitemaps:
         overview_path: str | None = None,
         compressor: Literal["auto", "isal", "zlib"] = "auto",
         changes: ChangeLog | None = None,
+        max_shrink: float | None = DEFAULT_MAX_SHRINK,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.sites = Sites(base_url, hosts)
@@ -168,6 +164,8 @@ class Sitemaps:
             cache = None
         self.cache: CacheStore | None = cache
         policy = HeaderPolicy(cache_control=cache_control, robots_tag=robots_tag)
+        # One guard for every site: its records are keyed by site and mount prefix.
+        self._shrink = ShrinkGuard(check_max_shrink(max_shrink), cache, self.stats, changes)
         # A follower gives up on a leader whose provider stayed silent past its deadline.
         stall_after = None if provider_timeout is None else provider_timeout + THREAD_GRACE
         # One service per site: each renders with its own base_url; they share the
@@ -193,6 +191,7 @@ class Sitemaps:
                 stall_after=stall_after,
                 compression=compression,
                 recorder=recorder,
+                shrink=self._shrink,
             )
             for site in self.sites.all
         }
@@ -205,7 +204,7 @@ class Sitemaps:
             services,
             replays,
             provider_timeout=provider_timeout,
-            overview_path=_check_overview_path(overview_path),
+            overview_path=check_overview_path(overview_path),
             clock=clock,
         )
 
@@ -288,50 +287,20 @@ class Sitemaps:
         `sitemap_middleware.django` or `sitemap_middleware.sqlalchemy`): an object that
         knows its own pages, so it takes no ``count``.
         """
-        if not isinstance(name, str) or _SECTION_NAME.fullmatch(name) is None:
-            raise ConfigurationError(f"invalid section name {name!r}: use [a-z0-9_] words joined by '-'")
-        if name == INDEX_SECTION:
-            raise ConfigurationError(
-                f"section name {name!r} is reserved: /sitemap-{name}-<n>.xml are the index files"
-            )
+        section, shape = registered(
+            name,
+            func,
+            page_size=self.page_size if page_size is None else check_page_size(page_size),
+            version=version,
+            count=count,
+            extensions=extensions,
+            languages=languages,
+            x_default=x_default,
+            news_window=news_window,
+        )
         if name in self._sections:
             raise ConfigurationError(f"section {name!r} is already registered")
-        paged = isinstance(func, PagedSource) and not callable(func)
-        if not callable(func) and not paged:
-            raise ConfigurationError(
-                f"provider for {name!r} must be callable or a paged source, not {type(func).__name__}"
-            )
-        if paged and count is not None:
-            raise ConfigurationError(
-                f"provider for {name!r} is a paged source: it knows its pages, so no count"
-            )
-        if paged and languages is not None:
-            # Its pages are ranges of its own keys; a language expansion would cut them anew.
-            raise ConfigurationError(
-                f"provider for {name!r} is a paged source: give entries alternates, not languages"
-            )
-        for what, declared in (("version", version), ("count", count)):
-            if declared is not None and not callable(declared):
-                raise ConfigurationError(
-                    f"{what} for {name!r} must be callable, not {type(declared).__name__}"
-                )
-        size = self.page_size if page_size is None else check_page_size(page_size)
-        if paged and not extensions:
-            # A paged source may say which extensions its entries carry (`sources.PagedSource`).
-            extensions = getattr(func, "extensions", ())
-        carried = Extensions.declare(
-            extensions, languages=languages, x_default=x_default, news_window=news_window
-        )
-        self._sections[name] = Section(
-            name,
-            Provider.wrap(name, func),
-            size,
-            None if version is None else Call.of(version),
-            None if count is None else Call.of(count),
-            carried,
-        )
-        # Its shape, picked once (`plans`): what plans its pages and finds each one.
-        self._shapes[name] = Keyed() if paged else Measured() if count is None else Counted()
+        self._sections[name], self._shapes[name] = section, shape
 
     def recent(self, name: str, *, window: timedelta = DAYS_2, page_size: int | None = None) -> None:
         """Register section ``name``: the URLs added or changed within ``window`` (`changes.recent`)."""
@@ -365,6 +334,14 @@ class Sitemaps:
             raise ConfigurationError(f"no section named {section!r}")
         if self.cache is not None:
             self.cache.invalidate(section)
+
+    def accept_shrink(self, section: str) -> None:
+        """Publish ``section``'s next plan however much it shrank (``max_shrink``), once, on
+        every worker sharing the cache: the section is invalidated, so it is planned afresh."""
+        if section not in self._sections:
+            raise ConfigurationError(f"no section named {section!r}")
+        self._shrink.accept(section)
+        self.invalidate(section)
 
     def refresh(self, section: str | None = None) -> Refreshed:
         """Render every page of ``section`` (or of every section) now, off any request.
@@ -408,13 +385,3 @@ class Sitemaps:
             max_renders=max_renders,
             send_timeout=send_timeout,
         )
-
-
-def _check_overview_path(path: object) -> str | None:
-    if path is None:
-        return None
-    if not isinstance(path, str) or not path.startswith("/") or any(c in path for c in "?#\x00 "):
-        raise ConfigurationError(f"overview_path must be a path such as '/sitemaps/', not {path!r}")
-    if rules.match_route(path, ()) is not None or path == rules.ROBOTS_PATH:
-        raise ConfigurationError(f"overview_path {path!r} is one of our sitemap paths")
-    return path
