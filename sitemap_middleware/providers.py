@@ -255,7 +255,9 @@ class Section:
         self.version = version
         self.count = count
         self.extensions = extensions
-        self.recorded = recorded  # its pages go to the change log (a recent section's never do)
+        # Its pages go to the change log, and its plans are held to the shrink rule: a recent
+        # section's are not (its URLs are other sections' changes; it empties as they age).
+        self.recorded = recorded
 
     def batches(
         self,

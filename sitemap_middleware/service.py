@@ -233,10 +233,10 @@ class Service:
         """While a shrink of the section is refused, its page as last published (still stored
         under the generation it was published at), or a 503 where none is kept: never the
         shrunken page (`plans.shrinking`)."""
-        if self.shrink.max_shrink is None:
+        section = self.sections[resource.section]
+        if self.shrink.max_shrink is None or not section.recorded:
             return None
         scope = self.engine.site.root + request.prefix
-        section = self.sections[resource.section]
         planned = self.store is not None and (
             route.number > 1 or self.shapes[section.name].word != "measured"
         )
@@ -304,7 +304,7 @@ class Service:
         if store is None:
             made = planner.make(run_async, until)
             if until is None:
-                made = self.shrink.publish(scope, section.name, made)
+                made = self._published(scope, section, made)
                 self._planned(prefix, section.name, made)
             return made
         generation = store.generation(section.name)
@@ -326,9 +326,14 @@ class Service:
         plan, flight = run_blocking(flow, partial(_perform_here, run_async))
         if flight is not None:
             flight.release()
-        plan = self.shrink.publish(scope, section.name, plan)
+        plan = self._published(scope, section, plan)
         self._planned(prefix, section.name, plan)
         return plan
+
+    def _published(self, scope: str, section: Section, plan: PagePlan) -> PagePlan:
+        """``plan``, or the last published one while a shrink is refused (`plans.shrinking`); a
+        section made from the change log (a recent one) empties as its window slides: no fault."""
+        return self.shrink.publish(scope, section.name, plan) if section.recorded else plan
 
     def _planned(self, prefix: str, section: str, plan: PagePlan) -> None:
         if len(self._pages) >= 1024:  # mount prefixes come from the server: a handful
