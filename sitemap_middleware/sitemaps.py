@@ -23,7 +23,6 @@ from .asgi import ASGIApp, SitemapASGIMiddleware
 from .caching.replays import Replays
 from .caching.stores import CacheStore, MemoryStore, replayable
 from .changes.log import ChangeLog
-from .changes.watch import Recorder
 from .concurrency.deadlines import THREAD_GRACE
 from .config import check_timeout
 from .engine import DEFAULT_MEASURE_TIMEOUT, Engine
@@ -36,11 +35,12 @@ from .plans.shape import Shape
 from .protocol.extensions import Extensions
 from .protocol.render import MAX_BYTES, MAX_URLS
 from .providers import Call, Provider, ProviderFunc, Section
+from .push.dispatch import Dispatcher, Push, Target
+from .push.methods import PushMethods
 from .refresh import Refreshed, refresh
 from .service import Service
 from .sources import PagedSource
 from .stats import Stats, logger
-from .web import rules
 from .web.compress import Gzip
 from .web.headers import HeaderPolicy
 from .web.rules import INDEX_SECTION
@@ -63,7 +63,7 @@ DEFAULT_CACHE_CONTROL = "public, max-age=600, stale-while-revalidate=3600"
 _SECTION_NAME = re.compile(r"[a-z0-9_]+(?:-[a-z0-9_]+)*")
 
 
-class Sitemaps:
+class Sitemaps(PushMethods):
     """The sitemap tree of one site: its origin, its sections and how files are cut.
 
     Example::
@@ -111,6 +111,8 @@ class Sitemaps:
     - ``changes``: a `ChangeLog` (``ChangeLog.sqlite(path)``, ``ChangeLog.redis(url)``) in
       which every page rendered completely is recorded: what was added, changed or removed
       since, read with ``sitemaps.changes.since(when)`` (see the README, "What changed").
+    - ``push``: where the log's changes go, off every request (``[IndexNow(...)]``, a ``Push``;
+      `sitemap_middleware.push`, README "Telling search engines and CDNs"), with ``on_change``.
     - ``clock``: wall clock for ``Last-Modified`` and the change log; inject a fake one in tests.
 
     Concurrency belongs to the adapter that has it: ``sitemaps.asgi(app,
@@ -134,6 +136,7 @@ class Sitemaps:
         overview_path: str | None = None,
         compressor: Literal["auto", "isal", "zlib"] = "auto",
         changes: ChangeLog | None = None,
+        push: Push | Sequence[Target] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.sites = Sites(base_url, hosts)
@@ -155,7 +158,7 @@ class Sitemaps:
         if changes is not None and not isinstance(changes, ChangeLog):
             raise ConfigurationError(f"changes must be a ChangeLog, not {type(changes).__name__}")
         self.changes = changes
-        recorder = None if changes is None else Recorder(changes, self.stats, clock)
+        self._push, recorder = Dispatcher.wire(changes, push, self.sites.all, self.stats, clock)
         compression = Gzip.named(compressor)
         self.compressor = compression.name  # the one in use: "isal" or "zlib"
         self._sections: dict[str, Section] = {}
@@ -203,8 +206,9 @@ class Sitemaps:
             services,
             replays,
             provider_timeout=provider_timeout,
-            overview_path=_check_overview_path(overview_path),
+            overview_path=overview_path,
             clock=clock,
+            push=self._push,
         )
 
     @property
@@ -406,13 +410,3 @@ def _check_page_size(page_size: object) -> int:
     if isinstance(page_size, bool) or not isinstance(page_size, int) or not 1 <= page_size <= MAX_URLS:
         raise ConfigurationError(f"page_size must be an int from 1 to {MAX_URLS:,}, not {page_size!r}")
     return page_size
-
-
-def _check_overview_path(path: object) -> str | None:
-    if path is None:
-        return None
-    if not isinstance(path, str) or not path.startswith("/") or any(c in path for c in "?#\x00 "):
-        raise ConfigurationError(f"overview_path must be a path such as '/sitemaps/', not {path!r}")
-    if rules.match_route(path, ()) is not None or path == rules.ROBOTS_PATH:
-        raise ConfigurationError(f"overview_path {path!r} is one of our sitemap paths")
-    return path
