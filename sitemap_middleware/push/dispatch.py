@@ -234,7 +234,9 @@ class Dispatcher:
     # -- the thread ------------------------------------------------------------------------------
 
     def _run(self) -> None:
-        next_poll = time.monotonic()  # at once: what waits since before a restart goes now
+        # What waits since before a restart goes one window after the start, not at once:
+        # the change that started the thread is coalesced with those that follow it.
+        next_poll = time.monotonic() + self._push.window
         while True:
             with self._lock:
                 while True:
@@ -277,6 +279,9 @@ class Dispatcher:
                     slot.consumer, holder, scope=slot.site, limit=slot.target.limit, lease=self._push.lease
                 )
                 if delivery is None:
+                    break
+                if self._stopped and threading.current_thread() is self._thread:
+                    self.log.release(delivery)  # closing: the next start (or worker) sends it
                     break
                 outcome = self._send(slot, delivery)
                 if delivery.changes or delivery.pages:
