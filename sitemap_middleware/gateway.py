@@ -19,6 +19,7 @@ from . import flow
 from .caching.replays import Replays
 from .concurrency.steps import Flow
 from .protocol.uris import Site
+from .push.dispatch import Dispatcher
 from .service import Service
 from .web import rules
 from .web.replies import REQUEST_HEADERS, Reply, Request, early, unknown_host
@@ -46,9 +47,14 @@ class Gateway:
         provider_timeout: float | None,
         overview_path: str | None = None,
         clock: Callable[[], float] = time.time,
+        push: Dispatcher | None = None,
     ) -> None:
         self.provider_timeout = provider_timeout
-        self._overview_path = overview_path
+        self._overview_path = overview_path  # checked by `config.check_overview_path`
+        # Key files the push targets ask for (IndexNow's), and the push thread, started
+        # by a process's first request (its first record, a refresh, start it too).
+        self._key_files = None if push is None else push.key_files() or None
+        self._on_request = None if push is None or not push.active else push.start
         self._sites = sites
         self._services = dict(services)
         self._default_site = sites.default
@@ -72,8 +78,12 @@ class Gateway:
 
     def match(self, method: str, path: str) -> rules.Route | None:
         """Our resource at ``path`` (below the mount), or ``None``: the app's request."""
+        if self._on_request is not None:
+            self._on_request()
         if path == self._overview_path:
             return rules.OVERVIEW
+        if self._key_files is not None and path in self._key_files:
+            return rules.KEY_FILE if method in rules.ALLOWED_METHODS else None
         route = self._routes.get(path)
         if route is None:
             route = rules.match_route(path, self._default.sections)
@@ -97,6 +107,8 @@ class Gateway:
         service = self._default if site is self._default_site else self._services[site]
         if route.kind == "robots":
             return flow.robots(service, request)
+        if route.kind == "key" and self._key_files is not None:
+            return self._key_files.answer(request)
         if route.kind == "overview":
             return early(route, request) or flow.overview(service, request)
         if service.blocking:

@@ -23,7 +23,6 @@ from .caching.replays import Replays
 from .caching.stores import CacheStore, MemoryStore, replayable
 from .changes.log import ChangeLog
 from .changes.recent import DAYS_2, RecentChanges
-from .changes.watch import Recorder
 from .concurrency.deadlines import THREAD_GRACE
 from .config import check_overview_path, check_page_size, check_timeout
 from .engine import DEFAULT_MEASURE_TIMEOUT, Engine
@@ -33,6 +32,8 @@ from .plans.shape import Shape
 from .plans.shrinking import DEFAULT_MAX_SHRINK, ShrinkGuard, check_max_shrink
 from .protocol.render import MAX_BYTES, MAX_URLS
 from .providers import ProviderFunc, Section
+from .push.dispatch import Dispatcher, Push, Target
+from .push.methods import PushMethods
 from .refresh import Refreshed, refresh
 from .registration import CountFunc, VersionFunc, registered
 from .service import Service
@@ -56,7 +57,7 @@ DEFAULT_PROVIDER_TIMEOUT = 120.0
 DEFAULT_CACHE_CONTROL = "public, max-age=600, stale-while-revalidate=3600"
 
 
-class Sitemaps:
+class Sitemaps(PushMethods):
     """The sitemap tree of one site: its origin, its sections and how files are cut.
 
     Example::
@@ -107,6 +108,8 @@ class Sitemaps:
     - ``max_shrink``: the share of its URLs a section may lose at once (in (0, 1]; ``None``:
       any); past it the last published documents are served until ``accept_shrink`` or it
       grows back (see the README, "When a section shrinks").
+    - ``push``: where the log's changes go, off every request (``[IndexNow(...)]``, a ``Push``;
+      `sitemap_middleware.push`, README "Telling search engines and CDNs"), with ``on_change``.
     - ``clock``: wall clock for ``Last-Modified`` and the change log; inject a fake one in tests.
 
     Concurrency belongs to the adapter that has it: ``sitemaps.asgi(app,
@@ -131,6 +134,7 @@ class Sitemaps:
         compressor: Literal["auto", "isal", "zlib"] = "auto",
         changes: ChangeLog | None = None,
         max_shrink: float | None = DEFAULT_MAX_SHRINK,
+        push: Push | Sequence[Target] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.sites = Sites(base_url, hosts)
@@ -153,7 +157,7 @@ class Sitemaps:
             raise ConfigurationError(f"changes must be a ChangeLog, not {type(changes).__name__}")
         self.changes = changes
         self._clock = clock
-        recorder = None if changes is None else Recorder(changes, self.stats, clock)
+        self._push, recorder = Dispatcher.wire(changes, push, self.sites.all, self.stats, clock)
         compression = Gzip.named(compressor)
         self.compressor = compression.name  # the one in use: "isal" or "zlib"
         self._sections: dict[str, Section] = {}
@@ -206,6 +210,7 @@ class Sitemaps:
             provider_timeout=provider_timeout,
             overview_path=check_overview_path(overview_path),
             clock=clock,
+            push=self._push,
         )
 
     @property

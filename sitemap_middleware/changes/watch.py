@@ -28,12 +28,20 @@ _EMPTY = hashlib.sha256(b"").digest()
 class Recorder:
     """Records pages in ``log``, counting what changed (``changes_added`` ...) in ``stats``;
     a log that fails is logged and counted (``changes_errors``), and the page stands:
-    what it did not record, the next render of the page does."""
+    what it did not record, the next render of the page does. ``on_changes`` is called (on
+    the log's thread) after a page recorded changes: it wakes the push thread."""
 
-    def __init__(self, log: ChangeLog, stats: Stats, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        log: ChangeLog,
+        stats: Stats,
+        clock: Callable[[], float] = time.time,
+        on_changes: Callable[[], None] | None = None,
+    ) -> None:
         self.log = log
         self._stats = stats
         self._clock = clock
+        self._on_changes = on_changes
 
     def record(self, seen: Seen, pages: int | None) -> None:
         """Record ``seen`` on the log's thread (`ChangeLog.record_later`), at the time it ended."""
@@ -56,6 +64,8 @@ class Recorder:
             self._stats.count(seen.section, f"changes_{change.kind}")
         if recorded.completed:
             self._stats.count(seen.section, "change_passes")
+        if recorded.changes and self._on_changes is not None:
+            self._on_changes()
 
 
 class PageWatch:

@@ -56,7 +56,7 @@ class Route:
     ``number``: the page of a section, or the index file (1 for ``/sitemap-index.xml``).
     """
 
-    kind: Literal["index", "page", "robots", "missing", "overview"]
+    kind: Literal["index", "page", "robots", "missing", "overview", "key"]
     section: str = ""
     number: int = 0
     gz_file: bool = False
@@ -65,6 +65,8 @@ class Route:
 _ROBOTS = Route("robots")
 # The HTML overview's route: its path is configured (`Sitemaps(overview_path=...)`), not matched here.
 OVERVIEW = Route("overview")
+# A push target's key file (`answers.key_files`): its paths are configured too.
+KEY_FILE = Route("key")
 
 
 def match_route(path: str, sections: Container[str]) -> Route | None:

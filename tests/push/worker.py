@@ -1,0 +1,43 @@
+"""A worker process for the crash test: ``python -m tests.push.worker LOG ENGINE PATHS``.
+
+It builds the push tests' shop over the paths in the file PATHS, refreshes it (recording
+what changed in the log at LOG), and waits while its push thread POSTs to ENGINE, until
+it is killed.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+from sitemap_middleware import Sitemaps
+from sitemap_middleware.changes import ChangeLog
+from sitemap_middleware.push import IndexNow, Push
+
+from ..conftest import BASE
+from .conftest import KEY, Shelf
+
+LEASE = 3.0  # seconds: the next process waits this long for a dead worker's lease
+POLL = 0.25  # seconds between two looks at the outbox
+TIMEOUT = 2.5  # seconds a POST may take: longer than the test takes to kill the worker
+
+
+def shop(log: str, engine: str, shelf: Shelf) -> Sitemaps:
+    target = IndexNow(key=KEY, endpoint=engine, timeout=TIMEOUT)
+    push = Push([target], lease=LEASE, poll=POLL)
+    sitemaps = Sitemaps(base_url=BASE, changes=ChangeLog.sqlite(log), push=push)
+    sitemaps.add_provider("products", shelf)
+    return sitemaps
+
+
+def main(log: str, engine: str, paths: str) -> None:
+    shelf = Shelf(0)
+    shelf.rows = dict.fromkeys(Path(paths).read_text().split())
+    shop(log, engine, shelf).refresh()
+    print("recorded", flush=True)
+    threading.Event().wait()  # until killed
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
