@@ -82,7 +82,8 @@ class Service:
         # The pages of each section's newest whole plan in this process, by mount prefix:
         # when a page is recorded, whether its section's pass has ended (`changes.ledger`).
         self._pages: dict[tuple[str, str], int] = {}
-        self._robots = RobotsTxt(engine.site.root, store)
+        tags = None if policy.cache_tags is None else policy.cache_tags.robots()
+        self._robots = RobotsTxt(engine.site.root, store, tags)
         self._overview = OverviewPage(
             engine.site.root, sections, self.resources, store, plan=self.plan, clock=clock
         )

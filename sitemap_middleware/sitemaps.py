@@ -40,7 +40,7 @@ from .refresh import Refreshed, refresh
 from .service import Service
 from .sources import PagedSource
 from .stats import Stats, logger
-from .web import rules
+from .web import rules, tags
 from .web.compress import Gzip
 from .web.headers import HeaderPolicy
 from .web.rules import INDEX_SECTION
@@ -83,8 +83,8 @@ class Sitemaps:
       ``sitemap_middleware.redis.RedisStore``, one cache for several workers), or ``None``
       to render every request (a CDN-only setup, benchmarks).
     - ``cache_control``: the ``Cache-Control`` of sitemap documents (``None`` omits it).
-    - ``robots_tag``: the ``X-Robots-Tag`` of sitemap documents, so the XML files
-      themselves stay out of search results (``None`` omits it).
+    - ``robots_tag``: the ``X-Robots-Tag`` of sitemap documents (keeps them out of results; ``None``: none).
+    - ``cache_tags``: a header naming the tags CDNs purge by (``"Cache-Tag"``, ``"Surrogate-Key"``; README).
     - ``hosts``: serve several sites from one app: a `Hosts` (the allow-list, and whether
       to reject other hosts or trust forwarded headers), or just its list of host names
       or mapping of host name to base URL. Any other ``Host`` gets ``base_url``'s site.
@@ -128,6 +128,7 @@ class Sitemaps:
         cache: CacheStore | bool | None = True,
         cache_control: str | None = DEFAULT_CACHE_CONTROL,
         robots_tag: str | None = "noindex",
+        cache_tags: str | None = None,
         hosts: Hosts | Sequence[str] | Mapping[str, str] | None = None,
         provider_timeout: float | None = DEFAULT_PROVIDER_TIMEOUT,
         measure_timeout: float | None = DEFAULT_MEASURE_TIMEOUT,
@@ -165,7 +166,7 @@ class Sitemaps:
         elif cache is False:
             cache = None
         self.cache: CacheStore | None = cache
-        policy = HeaderPolicy(cache_control=cache_control, robots_tag=robots_tag)
+        self._policy = policy = HeaderPolicy(cache_control, robots_tag, tags.named(cache_tags))
         # A follower gives up on a leader whose provider stayed silent past its deadline.
         stall_after = None if provider_timeout is None else provider_timeout + THREAD_GRACE
         # One service per site: each renders with its own base_url; they share the
@@ -294,6 +295,7 @@ class Sitemaps:
             )
         if name in self._sections:
             raise ConfigurationError(f"section {name!r} is already registered")
+        tags.check_section(self._policy.cache_tags, name)
         paged = isinstance(func, PagedSource) and not callable(func)
         if not callable(func) and not paged:
             raise ConfigurationError(
