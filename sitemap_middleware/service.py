@@ -276,6 +276,15 @@ class Service:
         self._planned(prefix, section.name, plan)
         return plan
 
+    def planned_pages(self, prefix: str, section: str) -> int | None:
+        """The pages of the section's newest whole plan in this process (``None``: none yet);
+        no provider or store is asked (a CDN purge's index file, `push.indexes`)."""
+        return self._pages.get((prefix, section))
+
+    def index_files(self, prefix: str) -> int:
+        """How many index files robots.txt names for ``prefix`` (the last index build's)."""
+        return self._robots.known(prefix)
+
     def _planned(self, prefix: str, section: str, plan: PagePlan) -> None:
         if len(self._pages) >= 1024:  # mount prefixes come from the server: a handful
             self._pages.clear()

@@ -1,0 +1,12 @@
+"""Telling others what changed, from the change log's outbox: caches and CDNs in front.
+
+`HttpPurge` sends ``PURGE <path>`` to a cache (Varnish, nginx, Squid); `CloudflarePurge` and
+`FastlyPurge` purge by cache tag (``Sitemaps(cache_tags=...)``) over their HTTP APIs. Each
+takes a `Delivery` claimed from ``sitemaps.changes`` and says whether to send it again.
+"""
+
+from __future__ import annotations
+
+from .purge import HttpPurge, PurgeReport
+
+__all__ = ["HttpPurge", "PurgeReport"]
