@@ -7,6 +7,8 @@ takes a `Delivery` claimed from ``sitemaps.changes`` and says whether to send it
 
 from __future__ import annotations
 
-from .purge import HttpPurge, PurgeReport
+from .purge import HttpPurge
+from .purger import PurgeReport
+from .tagged import CloudflarePurge, FastlyPurge
 
-__all__ = ["HttpPurge", "PurgeReport"]
+__all__ = ["CloudflarePurge", "FastlyPurge", "HttpPurge", "PurgeReport"]

@@ -17,42 +17,21 @@ a document they do not hold); anything else but a 2xx, or no answer, is a failur
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import httpx
 
 from ..changes.model import Delivery
 from ..errors import ConfigurationError
-from ..stats import logger
-from .documents import StaleDocuments, stale_documents
-from .indexes import IndexFiles, SitemapIndexes
+from .indexes import IndexFiles
+from .purger import DEFAULT_TIMEOUT, Purger, PurgeReport
 
-if TYPE_CHECKING:
-    from ..sitemaps import Sitemaps
+__all__ = ["HttpPurge"]
 
-__all__ = ["HttpPurge", "PurgeReport"]
-
-DEFAULT_TIMEOUT = 10.0  # seconds a cache may take to answer one PURGE
 _NOT_HELD = 404  # Squid, nginx cache_purge: nothing cached under that key (nothing to drop)
 
 
-@dataclass(frozen=True, slots=True)
-class PurgeReport:
-    """What one `send` achieved: what was dropped, and what failed (why, for the log)."""
-
-    purged: tuple[str, ...] = ()  # "host/path" of each document dropped (or not held)
-    failed: tuple[tuple[str, str], ...] = ()  # ("host/path", "HTTP 503" or the error)
-
-    @property
-    def retry(self) -> bool:
-        """Whether the delivery must be sent again (released, not acknowledged)."""
-        return bool(self.failed)
-
-
-class HttpPurge:
+class HttpPurge(Purger):
     """Purges changed sitemap documents from an HTTP cache in front, one ``PURGE`` each.
 
     Example::
@@ -78,36 +57,16 @@ class HttpPurge:
         indexes: IndexFiles | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
+        super().__init__(timeout=timeout, indexes=indexes, transport=transport)
         self.origin = _check_origin(origin)
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
-            raise ConfigurationError(f"timeout must be a positive number of seconds, not {timeout!r}")
         if not isinstance(method, str) or not method.isalpha() or not method.isupper():
             raise ConfigurationError(f"method must be an HTTP method such as 'PURGE', not {method!r}")
         self.method = method
-        self._timeout = float(timeout)
-        self._transport = transport
-        self._indexes = indexes
-        self._client: httpx.Client | None = None
-        self._lock = threading.Lock()
 
     @property
     def consumer(self) -> str:
         """Its name in the change log's outbox: one cursor per cache."""
         return f"purge|{self.origin}"
-
-    def bind(self, sitemaps: Sitemaps) -> HttpPurge:
-        """Purge for ``sitemaps``: its index cutting says which index files list a page."""
-        if self._indexes is None:
-            self._indexes = SitemapIndexes(sitemaps)
-        return self
-
-    def stale(self, delivery: Delivery) -> list[StaleDocuments]:
-        """The documents ``delivery`` makes stale (`documents.stale_documents`): what `send` purges."""
-        if self._indexes is None:
-            raise RuntimeError(
-                "HttpPurge needs bind(sitemaps) before it can tell which index files list a page"
-            )
-        return stale_documents(delivery.pages, self._indexes)
 
     def send(self, delivery: Delivery) -> PurgeReport:
         """PURGE every document ``delivery`` makes stale; failures are logged and reported."""
@@ -121,21 +80,7 @@ class HttpPurge:
                     purged.append(where)
                 else:
                     failed.append((where, problem))
-        if failed:
-            logger.warning(
-                "sitemap purge: %d of %d PURGEs to %s failed (the delivery is sent again): %s",
-                len(failed),
-                len(failed) + len(purged),
-                self.origin,
-                "; ".join(f"{where}: {why}" for where, why in failed[:5]),
-            )
-        return PurgeReport(tuple(purged), tuple(failed))
-
-    def close(self) -> None:
-        with self._lock:
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
+        return self._report(purged, failed, self.origin)
 
     def _purge(self, host: str, path: str) -> str | None:
         """One PURGE: ``None`` when the cache dropped it (or never held it), else why not."""
@@ -146,13 +91,6 @@ class HttpPurge:
         if 200 <= response.status_code < 300 or response.status_code == _NOT_HELD:
             return None
         return f"HTTP {response.status_code}"
-
-    def _http(self) -> httpx.Client:
-        with self._lock:
-            if self._client is None:
-                # One client, its connections kept alive: a delivery is many small requests.
-                self._client = httpx.Client(timeout=self._timeout, transport=self._transport)
-            return self._client
 
 
 def _check_origin(origin: object) -> str:
