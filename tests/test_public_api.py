@@ -37,6 +37,7 @@ def test_documented_names_are_exported() -> None:
 # The integrations' public paths, as README.md imports them: the packages' modules may move.
 INTEGRATIONS = {
     "sitemap_middleware.django": ["KeysetSource", "SitemapSource", "from_sitemap", "keyset"],
+    "sitemap_middleware.push": ["CloudflarePurge", "FastlyPurge", "HttpPurge", "PurgeReport"],
     "sitemap_middleware.sqlalchemy": ["AsyncKeyset", "Keyset", "keyset"],
 }
 
