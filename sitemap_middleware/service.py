@@ -87,7 +87,8 @@ class Service:
         self._pages: dict[tuple[str, str], int] = {}
         # Each whole plan is held against the section's last published one (`plans.shrinking`).
         self.shrink = shrink or ShrinkGuard(None, store, stats, None)
-        self._robots = RobotsTxt(engine.site.root, store, published=self._published_index_files)
+        tags = None if policy.cache_tags is None else policy.cache_tags.robots()
+        self._robots = RobotsTxt(engine.site.root, store, tags, published=self._published_index_files)
         self._overview = OverviewPage(
             engine.site.root,
             sections,
@@ -334,6 +335,15 @@ class Service:
         """``plan``, or the last published one while a shrink is refused (`plans.shrinking`); a
         section made from the change log (a recent one) empties as its window slides: no fault."""
         return self.shrink.publish(scope, section.name, plan) if section.recorded else plan
+
+    def planned_pages(self, prefix: str, section: str) -> int | None:
+        """The pages of the section's newest whole plan in this process (``None``: none yet);
+        no provider or store is asked (a CDN purge's index file, `push.indexes`)."""
+        return self._pages.get((prefix, section))
+
+    def index_files(self, prefix: str) -> int:
+        """How many index files robots.txt names for ``prefix`` (the last index build's)."""
+        return self._robots.known(prefix)
 
     def _planned(self, prefix: str, section: str, plan: PagePlan) -> None:
         if len(self._pages) >= 1024:  # mount prefixes come from the server: a handful

@@ -39,6 +39,7 @@ from .registration import CountFunc, VersionFunc, registered
 from .service import Service
 from .sources import PagedSource
 from .stats import Stats, logger
+from .web import tags
 from .web.compress import Gzip
 from .web.headers import HeaderPolicy
 from .web.sites import Hosts, Sites
@@ -77,8 +78,8 @@ class Sitemaps(PushMethods):
       ``sitemap_middleware.redis.RedisStore``, one cache for several workers), or ``None``
       to render every request (a CDN-only setup, benchmarks).
     - ``cache_control``: the ``Cache-Control`` of sitemap documents (``None`` omits it).
-    - ``robots_tag``: the ``X-Robots-Tag`` of sitemap documents, so the XML files
-      themselves stay out of search results (``None`` omits it).
+    - ``robots_tag``: the ``X-Robots-Tag`` of sitemap documents (keeps them out of results; ``None``: none).
+    - ``cache_tags``: a header naming the tags CDNs purge by (``"Cache-Tag"``, ``"Surrogate-Key"``; README).
     - ``hosts``: serve several sites from one app: a `Hosts` (the allow-list, and whether
       to reject other hosts or trust forwarded headers), or just its list of host names
       or mapping of host name to base URL. Any other ``Host`` gets ``base_url``'s site.
@@ -127,6 +128,7 @@ class Sitemaps(PushMethods):
         cache: CacheStore | bool | None = True,
         cache_control: str | None = DEFAULT_CACHE_CONTROL,
         robots_tag: str | None = "noindex",
+        cache_tags: str | None = None,
         hosts: Hosts | Sequence[str] | Mapping[str, str] | None = None,
         provider_timeout: float | None = DEFAULT_PROVIDER_TIMEOUT,
         measure_timeout: float | None = DEFAULT_MEASURE_TIMEOUT,
@@ -167,7 +169,7 @@ class Sitemaps(PushMethods):
         elif cache is False:
             cache = None
         self.cache: CacheStore | None = cache
-        policy = HeaderPolicy(cache_control=cache_control, robots_tag=robots_tag)
+        self._policy = policy = HeaderPolicy(cache_control, robots_tag, tags.named(cache_tags))
         # One guard for every site: its records are keyed by site and mount prefix.
         self._shrink = ShrinkGuard(check_max_shrink(max_shrink), cache, self.stats, changes)
         # A follower gives up on a leader whose provider stayed silent past its deadline.
@@ -212,6 +214,7 @@ class Sitemaps(PushMethods):
             clock=clock,
             push=self._push,
         )
+        self._push.bind(self)  # targets that read the tree (a purge's index cutting)
 
     @property
     def sections(self) -> tuple[str, ...]:
@@ -305,6 +308,7 @@ class Sitemaps(PushMethods):
         )
         if name in self._sections:
             raise ConfigurationError(f"section {name!r} is already registered")
+        tags.check_section(self._policy.cache_tags, name)
         self._sections[name], self._shapes[name] = section, shape
 
     def recent(self, name: str, *, window: timedelta = DAYS_2, page_size: int | None = None) -> None:

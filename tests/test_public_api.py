@@ -37,6 +37,23 @@ def test_documented_names_are_exported() -> None:
 # The integrations' public paths, as README.md imports them: the packages' modules may move.
 INTEGRATIONS = {
     "sitemap_middleware.django": ["KeysetSource", "SitemapSource", "from_sitemap", "keyset"],
+    "sitemap_middleware.push": [
+        "Backoff",
+        "CloudflarePurge",
+        "FastlyPurge",
+        "Hook",
+        "HttpPurge",
+        "IndexNow",
+        "Outcome",
+        "Push",
+        "Pushed",
+        "PurgeReport",
+        "Refused",
+        "Retry",
+        "Sent",
+        "Target",
+        "retry_after",
+    ],
     "sitemap_middleware.sqlalchemy": ["AsyncKeyset", "Keyset", "keyset"],
 }
 

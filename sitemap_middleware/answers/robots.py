@@ -37,12 +37,18 @@ class RobotsTxt:
     """robots.txt for the site at ``root``; ``store`` carries other processes' index builds."""
 
     def __init__(
-        self, root: str, store: CacheStore | None, *, published: Callable[[str], int | None] | None = None
+        self,
+        root: str,
+        store: CacheStore | None,
+        tags: tuple[str, str] | None = None,
+        *,
+        published: Callable[[str], int | None] | None = None,
     ) -> None:
         self._root = root
         # Index files the last published plans need, per mount prefix (a fresh process: the log).
         self._published = published
         self._store = store
+        self._tags = tags  # the cache tags of the robots.txt we merge (`web.tags`)
         self._lock = threading.Lock()
         # How many index files there were at the last index build, per mount prefix.
         self._index_files: LRUCache[str, int] = LRUCache(maxsize=64)
@@ -69,6 +75,8 @@ class RobotsTxt:
         if merged is None:
             return Reply(app.status, app.headers, b"" if request.method == "HEAD" else app.body)
         headers = [("Content-Type", merged.content_type), ("Content-Length", str(len(merged.body)))]
+        if self._tags is not None:
+            headers.append(self._tags)
         return Reply(200, headers, merged.body)
 
     def built(self, prefix: str, files: int) -> None:

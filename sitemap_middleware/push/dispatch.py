@@ -156,6 +156,13 @@ class Dispatcher:
         dispatcher = cls(log, [site.root for site in sites], stats, Push.of(push))
         return dispatcher, None if log is None else Recorder(log, stats, clock, dispatcher.changed)
 
+    def bind(self, sitemaps: object) -> None:
+        """Bind the targets that ask for their `Sitemaps` (a capability: ``bind``)."""
+        for target in self._push.targets:
+            bind = getattr(target, "bind", None)
+            if bind is not None:
+                bind(sitemaps)
+
     @property
     def active(self) -> bool:
         """Whether it has a log to deliver from."""

@@ -18,6 +18,7 @@ from ..caching.stores import Document
 from . import rules
 from .replies import Request
 from .rules import Validators
+from .tags import CacheTags
 
 __all__ = ["DocumentHeaders", "HeaderPolicy", "Prepared", "is_not_modified", "representation", "wants_gzip"]
 
@@ -31,6 +32,8 @@ class HeaderPolicy:
 
     cache_control: str | None
     robots_tag: str | None
+    # The tags CDNs purge by (`tags`), on 200s only: a 304 carries none (RFC 9110 §15.4.5).
+    cache_tags: CacheTags | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +105,10 @@ class DocumentHeaders:
             headers.append(("Cache-Control", self.policy.cache_control))
         if self.policy.robots_tag:
             headers.append(("X-Robots-Tag", self.policy.robots_tag))
+        if self.policy.cache_tags is not None:
+            tagged = self.policy.cache_tags.header(route)
+            if tagged is not None:
+                headers.append(tagged)
         return headers
 
 

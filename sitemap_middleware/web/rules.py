@@ -29,6 +29,7 @@ __all__ = [
     "match_route",
     "mount_prefix",
     "not_modified",
+    "page_path",
     "route_path",
 ]
 
@@ -98,6 +99,11 @@ def match_route(path: str, sections: Container[str]) -> Route | None:
 def index_path(number: int) -> str:
     """The canonical path of index file ``number`` (from 1), as `match_route` reads it."""
     return INDEX_PATH if number == 1 else f"/sitemap-{INDEX_SECTION}-{number}.xml"
+
+
+def page_path(section: str, number: int) -> str:
+    """The path of page ``number`` (from 1) of ``section``, as `match_route` reads it."""
+    return f"/sitemap-{section}-{number}.xml"
 
 
 def _number(digits: str) -> int | None:

@@ -67,3 +67,8 @@ def make_shop(engine: Engine, log_path: Path) -> Iterator[Callable[..., Sitemaps
 
 def locs(*paths: str) -> list[str]:
     return [f"{BASE}{path}" for path in paths]
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> ChangeLog:
+    return ChangeLog.sqlite(tmp_path / "changes.sqlite3")
