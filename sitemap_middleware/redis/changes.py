@@ -67,7 +67,6 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _URL = struct.Struct("<II")  # a URL's page and fingerprint
 _ARGS = 4000  # arguments per command inside the commit: Lua's unpack() takes ~8,000 at most
 _FETCH = 10_000  # fields per HMGET, entries per XRANGE
-_PREFETCH_PAGES = 1000  # a section of at most this many pages sends all its digests with the claim
 
 # KEYS: lock, state, digests, pass, missing. ARGV: token, lock ms, prefetch limit.
 # {0, PTTL} when held by another; else {1, state, missing count, digests | nil, pass | nil}.
@@ -147,6 +146,9 @@ class RedisChanges:
     - ``prefix``: of every key the log writes; one per log sharing a Redis.
     - ``lock_timeout``: seconds a section's lock outlives a worker that died recording it.
     - ``wait_timeout``: seconds a worker waits for another's lock before `ChangeLogError`.
+    - ``prefetch_pages``: a section of at most this many pages sends every page's digest
+      and the current pass with the claim (an unchanged page: two round trips); a larger
+      one is asked page by page (four), so a claim never carries more than ~50 KB.
     """
 
     def __init__(
@@ -156,6 +158,7 @@ class RedisChanges:
         prefix: str = "sitemap-changes",
         lock_timeout: float = 10.0,
         wait_timeout: float = 30.0,
+        prefetch_pages: int = 1000,
     ) -> None:
         kwargs = client.connection_pool.connection_kwargs
         if kwargs.get("decode_responses"):
@@ -168,6 +171,9 @@ class RedisChanges:
         self.prefix = prefix
         self.lock_ms = max(1, round(check_timeout("lock_timeout", lock_timeout) * 1000))
         self.wait_timeout = check_timeout("wait_timeout", wait_timeout)
+        if isinstance(prefetch_pages, bool) or not isinstance(prefetch_pages, int) or prefetch_pages < 0:
+            raise ConfigurationError(f"prefetch_pages must be an int >= 0, not {prefetch_pages!r}")
+        self.prefetch_pages = prefetch_pages
         self._socket_timeout: float | None = kwargs.get("socket_timeout")
         self._where = f"{kwargs.get('host', kwargs.get('path', '?'))}:{kwargs.get('port', '')}"
         self._claim = client.register_script(_CLAIM)
@@ -201,7 +207,7 @@ class RedisChanges:
         deadline = time.monotonic() + self.wait_timeout
         claim = [keys["lock"], keys["state"], keys["digests"], keys["pass"], keys["missing"]]
         while True:
-            reply = self._claim(keys=claim, args=[token, self.lock_ms, _PREFETCH_PAGES])
+            reply = self._claim(keys=claim, args=[token, self.lock_ms, self.prefetch_pages])
             if reply[0] == 1:
                 return RedisLedger(self, scope, section, ident, keys, token, reply[1:])
             left = deadline - time.monotonic()
