@@ -11,7 +11,7 @@ import importlib
 import sys
 from pathlib import Path
 
-BENCHMARKS = ("render", "serve", "memory", "index", "load", "fleet", "keyset")
+BENCHMARKS = ("render", "serve", "memory", "index", "load", "fleet", "keyset", "changelog_redis")
 
 
 def main(argv: list[str]) -> None:
