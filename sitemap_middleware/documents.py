@@ -19,6 +19,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 from cachetools import LRUCache
@@ -35,7 +36,10 @@ from .web.headers import DocumentHeaders, is_not_modified, representation, wants
 from .web.replies import Origin, Reply, Request
 from .web.rules import Validators
 
-__all__ = ["Documents"]
+__all__ = ["Completed", "Documents"]
+
+# A page rendered completely: the sha256 of its bytes, and a callable returning them.
+Completed = Callable[[Any, Callable[[], bytes]], None]
 
 
 class Documents:
@@ -162,13 +166,26 @@ class Documents:
             headers += self.validators(resource, route, request).headers()
         return headers
 
-    def grow(self, resource: Resource, request: Request, chunks: Iterator[bytes], flight: Flight) -> Growing:
+    def grow(
+        self,
+        resource: Resource,
+        request: Request,
+        chunks: Iterator[bytes],
+        flight: Flight,
+        completed: Completed | None = None,
+    ) -> Growing:
         """The render of a cold page that every client of it reads as it grows, stored once
-        complete (never when it failed, or every client left), its flight released at its end."""
+        complete (never when it failed, or every client left), its flight released at its end.
+
+        ``completed(digest, body)`` hears of it once complete (`changes.watch`): the sha256
+        of its bytes, and a callable that inflates them, called only if they are needed.
+        """
 
         def store(body: bytes, digest: Any, size: int) -> None:
             if self.store is not None:
                 self.store.set(resource.key, self.made(resource, request, body, digest, size))
+            if completed is not None:
+                completed(digest, partial(self.compression.decompress, body, size))
 
         def ended(growing: Growing) -> None:
             with self._lock:

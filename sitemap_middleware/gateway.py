@@ -62,6 +62,14 @@ class Gateway:
             tuple(sorted(HOST_HEADERS)) if sites.reads_host else ()
         )
 
+    @property
+    def sites(self) -> Sites:
+        return self._sites
+
+    def service(self, site: Site) -> Service:
+        """The service answering ``site`` (one of `sites`)."""
+        return self._services[site]
+
     def match(self, method: str, path: str) -> rules.Route | None:
         """Our resource at ``path`` (below the mount), or ``None``: the app's request."""
         if path == self._overview_path:

@@ -11,15 +11,14 @@ awaitable of any of those::
         async for row in db.stream("SELECT slug FROM articles"):
             yield f"/a/{row.slug}"
 
-The engine is synchronous (it runs in the server's thread, or in a worker thread
-under ASGI), so async providers are driven through an `AsyncRunner`: the ASGI adapter
-hands back to the app's event loop, the WSGI adapter runs a private loop.
+How a provider is called (its keywords checked at registration, an async one driven
+through an `AsyncRunner`) is `callables`; this module pulls what it returns, whatever its
+shape, and says what a section is. ``AsyncRunner``, ``Call``, ``LoopRunner`` and
+``resolve`` are importable from here too.
 """
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 from collections import deque
 from collections.abc import (
     AsyncIterable,
@@ -36,10 +35,18 @@ from contextlib import suppress
 from dataclasses import dataclass
 from functools import partial
 from itertools import islice
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
-from .concurrency.deadlines import within
-from .errors import ConfigurationError, ProviderError
+from .callables import (
+    OFFERED_KEYWORDS,
+    WINDOW_KEYWORDS,
+    AsyncRunner,
+    Call,
+    LoopRunner,
+    resolve,
+    takes_keyword,
+)
+from .errors import ProviderError
 from .protocol.extensions import PLAIN, Extensions
 from .protocol.hreflang import Localised
 from .protocol.render import MAX_URLS
@@ -57,7 +64,6 @@ __all__ = [
     "resolve",
 ]
 
-T = TypeVar("T")
 Batches = Generator[list[object], None, None]
 ProviderResult = Iterable[object] | AsyncIterable[object] | Awaitable[Any]
 ProviderFunc = Callable[..., ProviderResult]
@@ -66,102 +72,6 @@ ProviderFunc = Callable[..., ProviderResult]
 # then grow so a fast provider pays the per-batch cost rarely.
 FIRST_BATCH = 1
 MAX_BATCH = 1024
-
-
-class AsyncRunner(Protocol):
-    """Runs one coroutine to completion from the engine's (synchronous) thread."""
-
-    def __call__(self, func: Callable[..., Awaitable[T]], /, *args: Any) -> T: ...
-
-
-class LoopRunner:
-    """An `AsyncRunner` with a private event loop, for async providers under WSGI.
-
-    Every call gets the same deadline (``timeout`` seconds), so a hung async provider
-    is cancelled instead of holding the request forever.
-    """
-
-    def __init__(self, timeout: float | None = None) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._timeout = timeout
-
-    def __call__(self, func: Callable[..., Awaitable[T]], /, *args: Any) -> T:
-        if self._loop is None:
-            self._loop = asyncio.new_event_loop()
-        return self._loop.run_until_complete(within(self._timeout, func, *args))
-
-    def close(self) -> None:
-        if self._loop is not None:
-            self._loop.close()
-            self._loop = None
-
-
-# What we pass by keyword: ``base_url`` to every callable, the window to providers only.
-BASE_KEYWORDS = frozenset({"base_url"})
-WINDOW_KEYWORDS = frozenset({"offset", "limit"})
-OFFERED_KEYWORDS = BASE_KEYWORDS | WINDOW_KEYWORDS
-_KEYWORD_KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-_BOUND_KINDS = (inspect.Parameter.POSITIONAL_ONLY, *_KEYWORD_KINDS)  # all but *args and **kwargs
-
-
-@dataclass(frozen=True, slots=True)
-class Call:
-    """A user callable, and which of the optional keyword arguments we offer it takes.
-
-    We offer ``base_url`` (the site being served, for apps serving several) and, to
-    providers, ``offset`` and ``limit`` (together: a windowed provider); a callable gets
-    only those it declares by a name that can be passed as a keyword.
-    """
-
-    func: Callable[..., object]
-    accepts: frozenset[str] = frozenset()
-
-    @classmethod
-    def of(
-        cls, func: Callable[..., object], *, offered: frozenset[str] = BASE_KEYWORDS, what: str = "callable"
-    ) -> Call:
-        """Check once, at registration, that ``func`` can be called with what we offer.
-
-        A required parameter we would not pass is a `ConfigurationError` now rather than
-        a `TypeError`, and a 503, at every request. ``what`` names the callable in the message.
-        """
-        try:
-            parameters = inspect.signature(func).parameters
-        except (TypeError, ValueError):  # some builtins and C callables have no signature
-            return cls(func)
-        by_keyword = {name for name, p in parameters.items() if p.kind in _KEYWORD_KINDS}
-        accepts = frozenset(by_keyword) & offered
-        if not accepts >= WINDOW_KEYWORDS:
-            accepts -= WINDOW_KEYWORDS  # a window is an offset and a limit, never one alone
-        for name, parameter in parameters.items():
-            if (
-                parameter.default is parameter.empty
-                and parameter.kind in _BOUND_KINDS
-                and name not in accepts
-            ):
-                raise ConfigurationError(_uncallable(what, func, name, parameter, offered))
-        return cls(func, accepts)
-
-    def __call__(self, **offered: object) -> object:
-        return self.func(**{name: value for name, value in offered.items() if name in self.accepts})
-
-
-def _uncallable(
-    what: str, func: Callable[..., object], name: str, parameter: inspect.Parameter, offered: frozenset[str]
-) -> str:
-    label = getattr(func, "__qualname__", None) or type(func).__name__
-    if parameter.kind is inspect.Parameter.POSITIONAL_ONLY and name in offered:
-        reason = f"{name!r} is positional-only, and we pass it by keyword"
-    elif name in WINDOW_KEYWORDS and name in offered:
-        other = "limit" if name == "offset" else "offset"
-        reason = f"it requires {name!r} but does not take {other!r}: a windowed provider takes both"
-    else:
-        reason = f"it requires {name!r}, which we never pass"
-    keywords = ", ".join(sorted(offered))
-    return (
-        f"{what} {label} cannot be called: {reason}. It must take no required arguments "
-        f"beyond the keywords {keywords}"
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +94,8 @@ class Provider:
     def wrap(cls, name: str, func: ProviderFunc | PagedSource) -> Provider:
         """Check ``func``'s signature (a `ConfigurationError` if we could never call it)."""
         if isinstance(func, PagedSource) and not callable(func):
-            return cls(name, Call(func.entries), func, _takes_end(func.entries))
+            # A ranged source's entries() stops before ``end`` (`sources.PagedSource`).
+            return cls(name, Call(func.entries), func, takes_keyword(func.entries, "end"))
         assert callable(func)
         return cls(name, Call.of(func, offered=OFFERED_KEYWORDS, what=f"provider for {name!r}"))
 
@@ -248,25 +159,6 @@ class Provider:
             f"provider {self.name!r} returned {type(result).__name__}; expected an iterable, "
             "async iterable or sequence of entries (a Url, a str loc or a mapping)"
         )
-
-
-def _takes_end(entries: Callable[..., object]) -> bool:
-    """Whether a paged source's ``entries`` can be given ``end`` by keyword (`sources.PagedSource`)."""
-    try:
-        parameters = inspect.signature(entries).parameters
-    except (TypeError, ValueError):
-        return False
-    named = parameters.get("end")
-    return named is not None and named.kind in _KEYWORD_KINDS
-
-
-def resolve(value: object, run_async: AsyncRunner) -> object:
-    """``value``, or what it resolves to when it is awaitable (an ``async def`` callable's result)."""
-    return run_async(_await, value) if inspect.isawaitable(value) else value
-
-
-async def _await(awaitable: Awaitable[T]) -> T:
-    return await awaitable
 
 
 def _sequence_batches(items: Sequence[object], start: int) -> Batches:
@@ -345,7 +237,7 @@ class Section:
     ``extensions``: what its pages carry (their namespaces, languages, news window).
     """
 
-    __slots__ = ("count", "extensions", "name", "page_size", "provider", "version")
+    __slots__ = ("count", "extensions", "name", "page_size", "provider", "recorded", "version")
 
     def __init__(
         self,
@@ -355,6 +247,7 @@ class Section:
         version: Call | None = None,
         count: Call | None = None,
         extensions: Extensions = PLAIN,
+        recorded: bool = True,
     ) -> None:
         self.name = name
         self.provider = provider
@@ -362,6 +255,9 @@ class Section:
         self.version = version
         self.count = count
         self.extensions = extensions
+        # Its pages go to the change log, and its plans are held to the shrink rule: a recent
+        # section's are not (its URLs are other sections' changes; it empties as they age).
+        self.recorded = recorded
 
     def batches(
         self,

@@ -11,7 +11,7 @@ so adapters run them where blocking is allowed (`steps.Offload`)::
 
 Its other jobs are modules of their own, which it composes: the documents (`documents`:
 validators, answers from a stored one, renders read as they grow), the section plans
-(`_plan`), robots.txt (`answers.robots`) and the HTML overview (`answers.overview`).
+(`plan`), robots.txt (`answers.robots`) and the HTML overview (`answers.overview`).
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from typing import Any
 
 from .answers.overview import OverviewPage
 from .answers.robots import RobotsTxt
-from .caching.resources import Resource, Resources
+from .caching.resources import Resource, Resources, page_key
 from .caching.stores import CacheStore, Document
+from .changes.watch import PageWatch, Recorder
 from .concurrency.flights import Flight
 from .concurrency.steps import AppAnswer, Call, Offload, Step, Wait, run_blocking, single_flight
 from .documents import Documents
@@ -33,6 +34,8 @@ from .engine import Engine, index_files
 from .errors import ProviderError
 from .plans import PagePlan
 from .plans.shape import Shape
+from .plans.shrinking import ShrinkGuard
+from .protocol.render import MAX_SITEMAPS
 from .providers import AsyncRunner, Section
 from .stats import Stats, logger
 from .web import rules
@@ -58,6 +61,8 @@ class Service:
         clock: Callable[[], float] = time.time,
         stall_after: float | None = None,
         compression: Gzip | None = None,
+        recorder: Recorder | None = None,
+        shrink: ShrinkGuard | None = None,
     ) -> None:
         self.engine = engine
         self.compression = compression or Gzip.named("zlib")
@@ -75,9 +80,22 @@ class Service:
         self.stall_after = stall_after
         self.headers = DocumentHeaders(policy)
         self.documents = Documents(store, stats, self.headers, self.compression, clock)
-        self._robots = RobotsTxt(engine.site.root, store)
+        # Every page rendered completely goes to the change log, when there is one.
+        self.recorder = recorder
+        # The pages of each section's newest whole plan in this process, by mount prefix:
+        # when a page is recorded, whether its section's pass has ended (`changes.ledger`).
+        self._pages: dict[tuple[str, str], int] = {}
+        # Each whole plan is held against the section's last published one (`plans.shrinking`).
+        self.shrink = shrink or ShrinkGuard(None, store, stats, None)
+        self._robots = RobotsTxt(engine.site.root, store, published=self._published_index_files)
         self._overview = OverviewPage(
-            engine.site.root, sections, self.resources, store, plan=self._plan, clock=clock
+            engine.site.root,
+            sections,
+            self.resources,
+            store,
+            plan=self.plan,
+            clock=clock,
+            changes=None if recorder is None else recorder.log,
         )
 
     # -- answering ---------------------------------------------------------------------------
@@ -173,7 +191,7 @@ class Service:
         if resource.kind == "index":
             # Every index file is built from the same stored plans: a section is planned
             # once (under its own single-flight), however many index files ask for it.
-            plans = [(s, self._plan(s, request.prefix, run_async)) for s in self.sections.values()]
+            plans = [(s, self.plan(s, request.prefix, run_async)) for s in self.sections.values()]
             self._robots.built(request.prefix, index_files(plans))
             xml = self.engine.index(plans, request.prefix, route.number)
             if xml is None:
@@ -185,8 +203,14 @@ class Service:
                 self.store.set(resource.key, document)
             self.documents.keep_index(request.prefix, route.number, document)
             return self.documents.reply(document, resource, route, request, hit=False)
+        kept = self._refused_page(resource, route, request, run_async)
+        if kept is not None:
+            return kept
         stream = self._page_stream(self.sections[resource.section], route.number, request.prefix, run_async)
+        watch = self._watch(resource.section, route.number, request.prefix)
         if stream is None:
+            if watch is not None:
+                watch.empty()
             return plain(404, b"Not Found\n")
         gzip_out = wants_gzip(route, request)
         headers = self.documents.cold_headers(resource, route, request)
@@ -195,16 +219,63 @@ class Service:
             stream.close()  # type: ignore[attr-defined]
             return Reply(200, headers)
         if flight is None:  # nothing is stored: the page streams to this one client
+            if watch is not None:
+                stream = watch.stream(stream)
             body = self.compression.stream(stream) if gzip_out else stream
             return Reply(200, headers, body)
-        growing = self.documents.grow(resource, request, stream, flight)
+        completed = None if watch is None else watch.stored
+        growing = self.documents.grow(resource, request, stream, flight, completed)
         return Reply(200, headers, growing.reader(gzip=gzip_out), growing=growing)
+
+    def _refused_page(
+        self, resource: Resource, route: rules.Route, request: Request, run_async: AsyncRunner
+    ) -> Reply | None:
+        """While a shrink of the section is refused, its page as last published (still stored
+        under the generation it was published at), or a 503 where none is kept: never the
+        shrunken page (`plans.shrinking`)."""
+        section = self.sections[resource.section]
+        if self.shrink.max_shrink is None or not section.recorded:
+            return None
+        scope = self.engine.site.root + request.prefix
+        planned = self.store is not None and (
+            route.number > 1 or self.shapes[section.name].word != "measured"
+        )
+        if planned:
+            # The page needs its section's whole plan anyway: held against the last published
+            # one before the page renders. Page 1 of a measured section needs none, and is not
+            # measured twice for this: a shrink is caught there once anything plans it.
+            self.plan(section, request.prefix, run_async)
+        refused = self.shrink.refused(scope, section.name)
+        if refused is not None and not planned:
+            # Refused until now: planned afresh, it may have grown back or been accepted.
+            self.plan(section, request.prefix, run_async)
+            refused = self.shrink.refused(scope, section.name)
+        if refused is None:
+            return None
+        if refused.plan is not None and route.number > refused.plan.pages:
+            return plain(404, b"Not Found\n")
+        document = key = None
+        if self.store is not None and refused.plan is not None and refused.generation is not None:
+            key = page_key(scope, resource.section, refused.generation, route.number, None)
+            document = self.store.get(key)
+        if document is None or key is None:
+            self.stats.count(resource.section, "shrink_unavailable")
+            return unavailable()
+        self.stats.count(resource.section, "stale_served")
+        kept = Resource("page", resource.section, key, resource.stable, None)
+        return self.documents.reply(document, kept, route, request, hit=False)
+
+    def _watch(self, section: str, number: int, prefix: str) -> PageWatch | None:
+        if self.recorder is None or not self.sections[section].recorded:
+            return None
+        scope = self.engine.site.root + prefix
+        return PageWatch(self.recorder, scope, section, number, partial(self._pages.get, (prefix, section)))
 
     def _page_stream(
         self, section: Section, number: int, prefix: str, run_async: AsyncRunner
     ) -> Iterator[bytes] | None:
         def plan(until: int) -> PagePlan:
-            return self._plan(section, prefix, run_async, until=until)
+            return self.plan(section, prefix, run_async, until=until)
 
         shape = self.shapes[section.name]
         return shape.page(self.engine, section, number, plan, run_async, prefix=prefix)
@@ -215,7 +286,7 @@ class Service:
         """The HTML overview of this site's tree (`answers.overview`)."""
         return self._overview.answer(request, run_async)
 
-    def _plan(
+    def plan(
         self, section: Section, prefix: str, run_async: AsyncRunner, *, until: int | None = None
     ) -> PagePlan:
         """The section's page plan (`plans`): stored whole when there is a store, else made up to ``until``.
@@ -229,8 +300,13 @@ class Service:
         planner = shape.planner(
             self.engine, section, self.resources, run_async, prefix=prefix, stored=store is not None
         )
+        scope = self.engine.site.root + prefix
         if store is None:
-            return planner.make(run_async, until)
+            made = planner.make(run_async, until)
+            if until is None:
+                made = self._published(scope, section, made)
+                self._planned(prefix, section.name, made)
+            return made
         generation = store.generation(section.name)
         key = f"plan|{self.engine.site.root}{prefix}|{section.name}|{generation}|{planner.basis}"
 
@@ -250,9 +326,30 @@ class Service:
         plan, flight = run_blocking(flow, partial(_perform_here, run_async))
         if flight is not None:
             flight.release()
+        plan = self._published(scope, section, plan)
+        self._planned(prefix, section.name, plan)
         return plan
 
+    def _published(self, scope: str, section: Section, plan: PagePlan) -> PagePlan:
+        """``plan``, or the last published one while a shrink is refused (`plans.shrinking`); a
+        section made from the change log (a recent one) empties as its window slides: no fault."""
+        return self.shrink.publish(scope, section.name, plan) if section.recorded else plan
+
+    def _planned(self, prefix: str, section: str, plan: PagePlan) -> None:
+        if len(self._pages) >= 1024:  # mount prefixes come from the server: a handful
+            self._pages.clear()
+        self._pages[(prefix, section)] = plan.pages
+
     # -- robots.txt --------------------------------------------------------------------------
+
+    def _published_index_files(self, prefix: str) -> int | None:
+        """How many index files the sections' last published plans need (`plans.shrinking`:
+        kept beside the store, or the change log's pages), calling no provider."""
+        scope = self.engine.site.root + prefix
+        known = [self.shrink.pages(scope, name) for name in self.sections]
+        if all(pages is None for pages in known):
+            return None
+        return -(-sum(pages or 0 for pages in known) // MAX_SITEMAPS)
 
     def robots(self, request: Request, app: AppAnswer) -> Reply:
         """Our robots.txt given the app's answer to the same request (`answers.robots`)."""

@@ -13,7 +13,6 @@ asgi_app = sitemaps.asgi(starlette_app)         # Starlette, FastAPI, Django's A
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
@@ -22,25 +21,25 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 from .asgi import ASGIApp, SitemapASGIMiddleware
 from .caching.replays import Replays
 from .caching.stores import CacheStore, MemoryStore, replayable
+from .changes.log import ChangeLog
+from .changes.recent import DAYS_2, RecentChanges
+from .changes.watch import Recorder
 from .concurrency.deadlines import THREAD_GRACE
-from .config import check_timeout
+from .config import check_overview_path, check_page_size, check_timeout
 from .engine import DEFAULT_MEASURE_TIMEOUT, Engine
 from .errors import ConfigurationError, InvalidationError
 from .gateway import Gateway
-from .plans.counted import Counted
-from .plans.keyed import Keyed
-from .plans.measured import Measured
 from .plans.shape import Shape
-from .protocol.extensions import Extensions
+from .plans.shrinking import DEFAULT_MAX_SHRINK, ShrinkGuard, check_max_shrink
 from .protocol.render import MAX_BYTES, MAX_URLS
-from .providers import Call, Provider, ProviderFunc, Section
+from .providers import ProviderFunc, Section
+from .refresh import Refreshed, refresh
+from .registration import CountFunc, VersionFunc, registered
 from .service import Service
 from .sources import PagedSource
 from .stats import Stats, logger
-from .web import rules
 from .web.compress import Gzip
 from .web.headers import HeaderPolicy
-from .web.rules import INDEX_SECTION
 from .web.sites import Hosts, Sites
 from .wsgi import SitemapWSGIMiddleware
 
@@ -50,14 +49,11 @@ if TYPE_CHECKING:
 __all__ = ["Sitemaps"]
 
 F = TypeVar("F", bound=ProviderFunc)
-VersionFunc = Callable[[], object]
-CountFunc = Callable[[], object]
 # Crawlers re-read sitemaps rarely; CDNs may keep one 10 minutes and serve it stale while
 # refreshing for an hour more (RFC 5861).
 # Generous: measuring a 10M-URL section takes tens of seconds; a hang takes forever.
 DEFAULT_PROVIDER_TIMEOUT = 120.0
 DEFAULT_CACHE_CONTROL = "public, max-age=600, stale-while-revalidate=3600"
-_SECTION_NAME = re.compile(r"[a-z0-9_]+(?:-[a-z0-9_]+)*")
 
 
 class Sitemaps:
@@ -105,7 +101,13 @@ class Sitemaps:
       ``sitemap-middleware[fast]`` does, else zlib), ``"isal"`` (raises when it is
       missing) or ``"zlib"`` (the standard library, level 6). ETags never depend on
       it; the gzip bytes do, so run one choice across a deployment (see the README).
-    - ``clock``: wall clock for ``Last-Modified``; inject a fake one in tests.
+    - ``changes``: a `ChangeLog` (``ChangeLog.sqlite(path)``, ``ChangeLog.redis(url)``) in
+      which every page rendered completely is recorded: what was added, changed or removed
+      since, read with ``sitemaps.changes.since(when)`` (see the README, "What changed").
+    - ``max_shrink``: the share of its URLs a section may lose at once (in (0, 1]; ``None``:
+      any); past it the last published documents are served until ``accept_shrink`` or it
+      grows back (see the README, "When a section shrinks").
+    - ``clock``: wall clock for ``Last-Modified`` and the change log; inject a fake one in tests.
 
     Concurrency belongs to the adapter that has it: ``sitemaps.asgi(app,
     render_threads=4, max_renders=16, send_timeout=10)`` and ``sitemaps.wsgi(app,
@@ -127,11 +129,13 @@ class Sitemaps:
         measure_timeout: float | None = DEFAULT_MEASURE_TIMEOUT,
         overview_path: str | None = None,
         compressor: Literal["auto", "isal", "zlib"] = "auto",
+        changes: ChangeLog | None = None,
+        max_shrink: float | None = DEFAULT_MAX_SHRINK,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.sites = Sites(base_url, hosts)
         self.site = self.sites.default
-        self.page_size = _check_page_size(page_size)
+        self.page_size = check_page_size(page_size)
         if isinstance(max_page_bytes, bool) or not isinstance(max_page_bytes, int):
             raise ConfigurationError(f"max_page_bytes must be an int, not {max_page_bytes!r}")
         if not 1024 <= max_page_bytes <= MAX_BYTES:
@@ -145,6 +149,11 @@ class Sitemaps:
         if measure_timeout is not None:
             measure_timeout = check_timeout("measure_timeout", measure_timeout)
         self.stats = Stats()
+        if changes is not None and not isinstance(changes, ChangeLog):
+            raise ConfigurationError(f"changes must be a ChangeLog, not {type(changes).__name__}")
+        self.changes = changes
+        self._clock = clock
+        recorder = None if changes is None else Recorder(changes, self.stats, clock)
         compression = Gzip.named(compressor)
         self.compressor = compression.name  # the one in use: "isal" or "zlib"
         self._sections: dict[str, Section] = {}
@@ -155,6 +164,8 @@ class Sitemaps:
             cache = None
         self.cache: CacheStore | None = cache
         policy = HeaderPolicy(cache_control=cache_control, robots_tag=robots_tag)
+        # One guard for every site: its records are keyed by site and mount prefix.
+        self._shrink = ShrinkGuard(check_max_shrink(max_shrink), cache, self.stats, changes)
         # A follower gives up on a leader whose provider stayed silent past its deadline.
         stall_after = None if provider_timeout is None else provider_timeout + THREAD_GRACE
         # One service per site: each renders with its own base_url; they share the
@@ -179,6 +190,8 @@ class Sitemaps:
                 clock=clock,
                 stall_after=stall_after,
                 compression=compression,
+                recorder=recorder,
+                shrink=self._shrink,
             )
             for site in self.sites.all
         }
@@ -191,7 +204,7 @@ class Sitemaps:
             services,
             replays,
             provider_timeout=provider_timeout,
-            overview_path=_check_overview_path(overview_path),
+            overview_path=check_overview_path(overview_path),
             clock=clock,
         )
 
@@ -274,50 +287,26 @@ class Sitemaps:
         `sitemap_middleware.django` or `sitemap_middleware.sqlalchemy`): an object that
         knows its own pages, so it takes no ``count``.
         """
-        if not isinstance(name, str) or _SECTION_NAME.fullmatch(name) is None:
-            raise ConfigurationError(f"invalid section name {name!r}: use [a-z0-9_] words joined by '-'")
-        if name == INDEX_SECTION:
-            raise ConfigurationError(
-                f"section name {name!r} is reserved: /sitemap-{name}-<n>.xml are the index files"
-            )
+        section, shape = registered(
+            name,
+            func,
+            page_size=self.page_size if page_size is None else check_page_size(page_size),
+            version=version,
+            count=count,
+            extensions=extensions,
+            languages=languages,
+            x_default=x_default,
+            news_window=news_window,
+        )
         if name in self._sections:
             raise ConfigurationError(f"section {name!r} is already registered")
-        paged = isinstance(func, PagedSource) and not callable(func)
-        if not callable(func) and not paged:
-            raise ConfigurationError(
-                f"provider for {name!r} must be callable or a paged source, not {type(func).__name__}"
-            )
-        if paged and count is not None:
-            raise ConfigurationError(
-                f"provider for {name!r} is a paged source: it knows its pages, so no count"
-            )
-        if paged and languages is not None:
-            # Its pages are ranges of its own keys; a language expansion would cut them anew.
-            raise ConfigurationError(
-                f"provider for {name!r} is a paged source: give entries alternates, not languages"
-            )
-        for what, declared in (("version", version), ("count", count)):
-            if declared is not None and not callable(declared):
-                raise ConfigurationError(
-                    f"{what} for {name!r} must be callable, not {type(declared).__name__}"
-                )
-        size = self.page_size if page_size is None else _check_page_size(page_size)
-        if paged and not extensions:
-            # A paged source may say which extensions its entries carry (`sources.PagedSource`).
-            extensions = getattr(func, "extensions", ())
-        carried = Extensions.declare(
-            extensions, languages=languages, x_default=x_default, news_window=news_window
-        )
-        self._sections[name] = Section(
-            name,
-            Provider.wrap(name, func),
-            size,
-            None if version is None else Call.of(version),
-            None if count is None else Call.of(count),
-            carried,
-        )
-        # Its shape, picked once (`plans`): what plans its pages and finds each one.
-        self._shapes[name] = Keyed() if paged else Measured() if count is None else Counted()
+        self._sections[name], self._shapes[name] = section, shape
+
+    def recent(self, name: str, *, window: timedelta = DAYS_2, page_size: int | None = None) -> None:
+        """Register section ``name``: the URLs added or changed within ``window`` (`changes.recent`)."""
+        made = RecentChanges.of(self.changes, name, window, self._clock)
+        self.add_provider(name, made.entries, page_size=page_size, version=made.version)
+        self._sections[name].recorded = False  # its URLs are changes of the sections they belong to
 
     def _count_mismatch(self, section: str, detail: str) -> None:
         """A section's declared count did not hold (the engine logged it): counted, and the
@@ -346,6 +335,30 @@ class Sitemaps:
         if self.cache is not None:
             self.cache.invalidate(section)
 
+    def accept_shrink(self, section: str) -> None:
+        """Publish ``section``'s next plan however much it shrank (``max_shrink``), once, on
+        every worker sharing the cache: the section is invalidated, so it is planned afresh."""
+        if section not in self._sections:
+            raise ConfigurationError(f"no section named {section!r}")
+        self._shrink.accept(section)
+        self.invalidate(section)
+
+    def refresh(self, section: str | None = None) -> Refreshed:
+        """Render every page of ``section`` (or of every section) now, off any request.
+
+        Its cached documents and plan are dropped first, then each page is rendered from
+        fresh data, stored, and recorded in the change log (``changes``), as a crawler's
+        request would be; a page a crawler is rendering at that moment is rendered once.
+        For a periodic job or a management command; blocking (from async code, call it in
+        a thread). Raises `ProviderError` at the first page that does not render.
+        """
+        if section is not None and section not in self._sections:
+            raise ConfigurationError(f"no section named {section!r}")
+        refreshed = refresh(self, self.sections if section is None else (section,))
+        if self.changes is not None:
+            self.changes.flush()  # what it rendered is recorded when it returns
+        return refreshed
+
     def wsgi(self, app: WSGIApplication, *, helper_threads: int = 0) -> SitemapWSGIMiddleware:
         """Wrap a WSGI app; every request that is not ours reaches it untouched.
 
@@ -372,19 +385,3 @@ class Sitemaps:
             max_renders=max_renders,
             send_timeout=send_timeout,
         )
-
-
-def _check_page_size(page_size: object) -> int:
-    if isinstance(page_size, bool) or not isinstance(page_size, int) or not 1 <= page_size <= MAX_URLS:
-        raise ConfigurationError(f"page_size must be an int from 1 to {MAX_URLS:,}, not {page_size!r}")
-    return page_size
-
-
-def _check_overview_path(path: object) -> str | None:
-    if path is None:
-        return None
-    if not isinstance(path, str) or not path.startswith("/") or any(c in path for c in "?#\x00 "):
-        raise ConfigurationError(f"overview_path must be a path such as '/sitemaps/', not {path!r}")
-    if rules.match_route(path, ()) is not None or path == rules.ROBOTS_PATH:
-        raise ConfigurationError(f"overview_path {path!r} is one of our sitemap paths")
-    return path

@@ -2,7 +2,8 @@
 
 - `make_client` runs every HTTP behaviour on both adapters; `serve` starts a real server
   (`tests.servers`) in front of a real app; `postgres_url` a throwaway PostgreSQL server.
-- `Catalogue` (a counting provider) and `build`; `http_scope` for hand-built ASGI requests.
+- `make_shop`, the suite's one shop (sections of products and pages, in any shape);
+  `Catalogue` (a counting provider) and `build`, a shop of one; `http_scope` for hand-built ASGI requests.
 - `wait_until` / `await_until`: a flag or a counter under a deadline, never a bare sleep;
   `counter` reads one of ``sitemaps.stats``.
 - Without the official XSDs (`tests.xsd.validate`), each test whose schema step was skipped
@@ -12,10 +13,11 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from datetime import date
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote, unquote
 from wsgiref.validate import validator
 
@@ -26,7 +28,8 @@ from starlette.testclient import TestClient
 from werkzeug.datastructures import Headers
 from werkzeug.test import Client as WerkzeugClient
 
-from sitemap_middleware import Sitemaps
+from sitemap_middleware import Sitemaps, Url
+from sitemap_middleware.providers import ProviderFunc
 
 from . import xsd
 
@@ -165,13 +168,73 @@ class Catalogue:
             raise
 
 
+def product_path(n: int) -> str:
+    """Product ``n``'s entry in a shop that says nothing else: its path."""
+    return f"/p/{n}"
+
+
+def dated_product(n: int) -> Url:
+    """Product ``n`` changed on day ``n + 1`` of January 2024 (a shop of at most 31 products)."""
+    return Url(f"/p/{n}", lastmod=date(2024, 1, n + 1))
+
+
+def make_shop(
+    products: int | ProviderFunc = 5,
+    *,
+    product: Callable[[int], object] = product_path,
+    shape: Literal["list", "generator", "window"] = "list",
+    products_page_size: int | None = None,
+    products_options: Mapping[str, Any] | None = None,
+    pages: Sequence[str] = ("/", "/about"),
+    sections: Sequence[Literal["products", "pages"]] = ("products", "pages"),
+    base_url: str = BASE,
+    **options: Any,
+) -> Sitemaps:
+    """The suite's shop: a `Sitemaps` on ``base_url`` (``options`` are its own) with ``sections``,
+    registered in that order (the index lists them so).
+
+    - ``products``: ``product(n)`` for each of the first ``products`` integers, in files of
+      ``products_page_size`` (else the ``page_size`` of ``options``), registered with
+      ``products_options`` (``add_provider``'s others: languages, extensions, ...). ``shape`` is how the
+      provider gives them: a list, a generator (an unsized iterable, pulled as it goes), or a
+      window (``offset`` and ``limit``) with a ``count``. A provider given as ``products``
+      (a `Catalogue`, say) is registered as it is.
+    - ``pages``: the paths ``pages`` lists, as a list.
+    """
+    sitemaps = Sitemaps(base_url=base_url, **options)
+    for section in sections:
+        if section == "pages":
+            sitemaps.add_provider("pages", lambda: list(pages))
+            continue
+        provider, count = (products, None) if callable(products) else _products(products, product, shape)
+        sitemaps.add_provider(
+            "products", provider, page_size=products_page_size, count=count, **(products_options or {})
+        )
+    return sitemaps
+
+
+def _products(
+    total: int, product: Callable[[int], object], shape: str
+) -> tuple[ProviderFunc, Callable[[], int] | None]:
+    """The provider of `make_shop`'s ``products`` in one ``shape``, and its count (a window's only)."""
+    if shape == "list":
+        return (lambda: [product(n) for n in range(total)]), None
+    if shape == "generator":
+        return (lambda: (product(n) for n in range(total))), None
+
+    def window(offset: int, limit: int | None) -> Iterator[object]:
+        # product(n) is called as its turn comes: one that raises fails the render mid-page.
+        for n in range(offset, total if limit is None else min(offset + limit, total)):
+            yield product(n)
+
+    return window, lambda: total
+
+
 def build(catalogue: Catalogue | None = None, **options: Any) -> tuple[Sitemaps, Catalogue]:
-    """A `Sitemaps` on `BASE` at the fixed clock `NOW`, serving ``catalogue`` as ``products``."""
+    """A `make_shop` of ``catalogue`` (a `Catalogue` of 5) alone, at the fixed clock `NOW`."""
     catalogue = catalogue or Catalogue()
     options.setdefault("clock", lambda: NOW)
-    sitemaps = Sitemaps(base_url=BASE, **options)
-    sitemaps.add_provider("products", catalogue)
-    return sitemaps, catalogue
+    return make_shop(catalogue, sections=("products",), **options), catalogue
 
 
 class Recorder:

@@ -21,7 +21,7 @@ from lxml import etree
 from sitemap_middleware import Alternate, Image, News, Sitemaps, Url, Video
 from sitemap_middleware.providers import ProviderFunc
 
-from .conftest import BASE
+from .conftest import BASE, make_shop
 from .xsd import NS, locs, validate
 
 XHTML_LINK = "{http://www.w3.org/1999/xhtml}link"
@@ -39,19 +39,21 @@ PRODUCT_LOCS = [f"{BASE}/p/{n}?colour=blue&size=m" for n in range(PRODUCTS)]
 
 def shop_sitemaps(base_url: str = BASE) -> tuple[Sitemaps, set[str]]:
     """Two sections, ``pages`` (a list) and ``products`` (a generator over 3 pages), and every loc."""
-    sitemaps = Sitemaps(base_url=base_url, strict=True)
-    sitemaps.provider("pages")(lambda: PAGE_PATHS)
-
-    @sitemaps.provider("products", page_size=PRODUCTS_PAGE_SIZE)
-    def products() -> Iterator[Url]:
-        for n in range(PRODUCTS):
-            yield Url(
-                f"/p/{n}?colour=blue&size=m",
-                lastmod=EPOCH + timedelta(minutes=n),
-                changefreq="daily",
-                priority=0.8,
-            )
-
+    sitemaps = make_shop(
+        PRODUCTS,
+        product=lambda n: Url(
+            f"/p/{n}?colour=blue&size=m",
+            lastmod=EPOCH + timedelta(minutes=n),
+            changefreq="daily",
+            priority=0.8,
+        ),
+        shape="generator",
+        products_page_size=PRODUCTS_PAGE_SIZE,
+        pages=PAGE_PATHS,
+        sections=["pages", "products"],
+        base_url=base_url,
+        strict=True,
+    )
     return sitemaps, set(PAGE_LOCS) | set(PRODUCT_LOCS)
 
 
@@ -138,13 +140,17 @@ def extension_shop(base_url: str = BASE) -> tuple[Sitemaps, list[str]]:
     ``mixed`` holds all four in one page, its hreflang groups given entry by entry; ``products``
     declares its languages and expands each entry into both.
     """
-    sitemaps = Sitemaps(base_url=base_url, strict=True, clock=lambda: EXT_EPOCH.timestamp())
-    sitemaps.provider("pages")(lambda: ["/", "/about"])
-    sitemaps.provider("products", languages=["en", "de"], x_default="en", extensions=["images"], page_size=5)(
-        lambda: [
-            Url(f"/p/{n}", images=[f"https://cdn.example.net/p/{n}/{i}.jpg" for i in range(n)])
-            for n in range(4)
-        ]
+    # The shared shop's pages and products (in two languages, with images), then a section
+    # for each other extension on top.
+    sitemaps = make_shop(
+        4,
+        product=lambda n: Url(f"/p/{n}", images=[f"https://cdn.example.net/p/{n}/{i}.jpg" for i in range(n)]),
+        products_page_size=5,
+        products_options={"languages": ["en", "de"], "x_default": "en", "extensions": ["images"]},
+        sections=["pages", "products"],
+        base_url=base_url,
+        strict=True,
+        clock=lambda: EXT_EPOCH.timestamp(),
     )
 
     def video(n: int) -> Video:

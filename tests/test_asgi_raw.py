@@ -11,16 +11,15 @@ import pytest
 
 from sitemap_middleware import Sitemaps
 
-from .conftest import BASE, Receive, Recorder, await_until, http_scope
+from .conftest import BASE, Receive, Recorder, await_until, http_scope, make_shop
 from .xsd import locs, validate
 
 Message = dict[str, Any]
 
 
 def shop() -> Sitemaps:
-    sitemaps = Sitemaps(base_url=BASE)
-    sitemaps.provider("pages")(lambda: ["/", "/about"])
-    return sitemaps
+    """The shared shop's pages alone: these tests watch the adapter, not the documents."""
+    return make_shop(sections=["pages"])
 
 
 class RecordingApp:

@@ -8,7 +8,7 @@ import pytest
 
 from sitemap_middleware import Sitemaps
 
-from .conftest import BASE
+from .conftest import BASE, make_shop
 from .xsd import locs, validate
 
 
@@ -25,11 +25,9 @@ class Flaky:
 
 
 def build() -> tuple[Sitemaps, Flaky]:
+    """The shared shop, one page and then a `Flaky` provider of products."""
     flaky = Flaky()
-    sitemaps = Sitemaps(base_url=BASE)
-    sitemaps.add_provider("pages", lambda: ["/"])
-    sitemaps.add_provider("products", flaky)
-    return sitemaps, flaky
+    return make_shop(flaky, pages=["/"], sections=["pages", "products"]), flaky
 
 
 def test_provider_failing_before_its_first_url_gives_503_with_retry_after(make_client):

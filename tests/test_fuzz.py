@@ -27,7 +27,7 @@ from sitemap_middleware import EntryError, Hosts, Sitemaps, Url
 from sitemap_middleware.protocol.entries import Normaliser
 from sitemap_middleware.protocol.uris import Site
 
-from .conftest import BASE, NOW, Response, SitemapClient
+from .conftest import BASE, NOW, Response, SitemapClient, dated_product, make_shop
 from .xsd import NS, locs, validate
 
 XML_TYPE = "application/xml; charset=utf-8"
@@ -46,11 +46,12 @@ FUZZ = settings(
 
 
 def shop(**options: Any) -> Sitemaps:
-    """``products``: 5 URLs in pages of 2 (3 pages); ``blog-posts``: 2 URLs (1 page), versioned."""
-    sitemaps = Sitemaps(base_url=BASE, **options)
-    sitemaps.provider("products", page_size=2)(
-        lambda: [Url(f"/p/{n}", lastmod=date(2024, 1, n + 1)) for n in range(5)]
-    )
+    """``products``: 5 URLs in pages of 2 (3 pages); ``blog-posts``: 2 URLs (1 page), versioned.
+
+    The shared shop's products, and a versioned section on top in place of its pages: the
+    properties of conditional requests hold for a declared version as for a rendered one.
+    """
+    sitemaps = make_shop(5, product=dated_product, products_page_size=2, sections=["products"], **options)
     sitemaps.provider("blog-posts", version=lambda: date(2024, 2, 1))(lambda: ["/b/1", "/b/2"])
     return sitemaps
 

@@ -1,7 +1,8 @@
 """One site's HTML overview: its index files and every section's pages, with their state.
 
 Built from the same stored plans as the index (`plan`), and never stored itself, since
-it shows the cache's state; the markup is `web.overview`'s::
+it shows the cache's state; with a change log, each section's last refresh (the end of
+its last pass) and its changes of the last day. The markup is `web.overview`'s::
 
     page = OverviewPage(root, sections, resources, store, plan=service.plan)
     page.answer(request, run_async)          # a Reply: text/html, Cache-Control: no-store
@@ -11,20 +12,24 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 
 from werkzeug.http import http_date
 
 from ..caching.resources import Resources
 from ..caching.stores import CacheStore
+from ..changes.log import ChangeLog
 from ..engine import index_files
 from ..errors import ProviderError
 from ..plans import PagePlan
 from ..providers import AsyncRunner, Section
 from ..web import rules
-from ..web.overview import Overview, PageRow, SectionRow, render_overview
+from ..web.overview import Logged, Overview, PageRow, SectionRow, render_overview
 from ..web.replies import Reply, Request
 
 __all__ = ["OverviewPage"]
+
+_DAY = 86_400.0  # "changes in the last day", in seconds
 
 # Pages of each section whose cache state the overview shows (each costs a store lookup).
 _CACHE_CHECKS = 1000
@@ -44,6 +49,7 @@ class OverviewPage:
         *,
         plan: Plan,
         clock: Callable[[], float] = time.time,
+        changes: ChangeLog | None = None,
     ) -> None:
         self._root = root
         self._sections = sections
@@ -51,18 +57,22 @@ class OverviewPage:
         self._store = store
         self._plan = plan
         self._clock = clock
+        self._changes = changes
 
     def answer(self, request: Request, run_async: AsyncRunner) -> Reply:
         plans: list[tuple[Section, PagePlan]] = []
         rows: list[SectionRow] = []
         for section in self._sections.values():
+            logged = self._logged(section, request.prefix)
             try:
                 plan = self._plan(section, request.prefix, run_async)
             except ProviderError as error:
-                rows.append(SectionRow(section.name, [], error=f"cannot be planned: {error}"))
+                rows.append(SectionRow(section.name, [], f"cannot be planned: {error}", logged))
                 continue
             plans.append((section, plan))
-            rows.append(SectionRow(section.name, self._pages(section, plan, request, run_async)))
+            rows.append(
+                SectionRow(section.name, self._pages(section, plan, request, run_async), None, logged)
+            )
         root = self._root + request.prefix
         index_urls = [f"{root}{rules.index_path(n)}" for n in range(1, index_files(plans) + 1)]
         generated = http_date(int(self._clock()))
@@ -74,6 +84,16 @@ class OverviewPage:
             ("X-Robots-Tag", "noindex"),
         ]
         return Reply(200, headers, b"" if request.method == "HEAD" else body)
+
+    def _logged(self, section: Section, prefix: str) -> Logged | None:
+        """When the log last saw the section's pass end, and its changes of the last day."""
+        if self._changes is None or not section.recorded:
+            return None
+        scope = self._root + prefix
+        state = self._changes.state(scope, section.name)
+        completed = None if state is None else state.completed
+        refreshed = None if completed is None else datetime.fromtimestamp(completed, UTC).isoformat()
+        return Logged(refreshed, self._changes.counts(self._clock() - _DAY, scope, section.name))
 
     def _pages(
         self, section: Section, plan: PagePlan, request: Request, run_async: AsyncRunner

@@ -13,7 +13,7 @@ build for that site and mount found (`built`, read back by `known`)::
 from __future__ import annotations
 
 import threading
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 from cachetools import LRUCache
 
@@ -36,8 +36,12 @@ _MERGES_KEPT_BYTES = 64 * 1024
 class RobotsTxt:
     """robots.txt for the site at ``root``; ``store`` carries other processes' index builds."""
 
-    def __init__(self, root: str, store: CacheStore | None) -> None:
+    def __init__(
+        self, root: str, store: CacheStore | None, *, published: Callable[[str], int | None] | None = None
+    ) -> None:
         self._root = root
+        # Index files the last published plans need, per mount prefix (a fresh process: the log).
+        self._published = published
         self._store = store
         self._lock = threading.Lock()
         # How many index files there were at the last index build, per mount prefix.
@@ -80,8 +84,10 @@ class RobotsTxt:
 
         From the store (so a shared store carries other processes' builds), else as
         remembered here, which outlives the store's TTL and `invalidate`; before any
-        build, only the first index file, where a crawler starts anyway. At least 1, at
-        most `MAX_ROBOTS_INDEX_FILES`.
+        build here, as many as the sections' last published plans need (``published``: kept
+        beside the store, or a change log's pages, so a fresh process names them all),
+        never by calling a provider; knowing none, only the first index file, where a
+        crawler starts anyway. At least 1, at most `MAX_ROBOTS_INDEX_FILES`.
         """
         files: int | None = None
         if self._store is not None:
@@ -92,7 +98,14 @@ class RobotsTxt:
                 logger.exception("sitemap robots.txt: the store failed; naming the index files known here")
         if files is None:
             with self._lock:
-                files = self._index_files.get(prefix, 1)
+                files = self._index_files.get(prefix)
+        if files is None and self._published is not None:
+            try:
+                files = self._published(prefix)
+            except Exception:  # robots.txt is never a 500 for want of a hint
+                logger.exception("sitemap robots.txt: the published plans could not be read")
+        if files is None:
+            files = 1
         if files > MAX_ROBOTS_INDEX_FILES:
             logger.warning(
                 "sitemap robots.txt names the first %d of %d index files: raise page_size",

@@ -25,7 +25,7 @@ from ..providers import AsyncRunner, Call, Section, resolve
 from ..web.rules import Route
 from .stores import CacheStore
 
-__all__ = ["Resource", "Resources", "Version", "version_etag"]
+__all__ = ["Resource", "Resources", "Version", "page_key", "version_etag"]
 
 # Part of every version-derived ETag: bump when the same data would render differently.
 RENDER_FORMAT = "1"
@@ -134,7 +134,9 @@ class Resources:
         resource = Resource(
             "page",
             section.name,
-            f"page|{root}{prefix}|{section.name}|{generation}|{route.number}|{version and version.token}",
+            page_key(
+                f"{root}{prefix}", section.name, generation, route.number, version.token if version else None
+            ),
             f"page|{root}{prefix}|{section.name}|{route.number}",
             version,
         )
@@ -146,6 +148,11 @@ class Resources:
                 self._pages.clear()  # bounded: paths come from clients
             self._pages[(route, prefix)] = (generation, resource)
         return resource
+
+
+def page_key(scope: str, section: str, generation: str, number: int, token: str | None) -> str:
+    """The store key of a page: ``scope`` is the site root and mount prefix."""
+    return f"page|{scope}|{section}|{generation}|{number}|{token}"
 
 
 def version_etag(resource: Resource) -> str:

@@ -15,11 +15,15 @@ import re
 import struct
 import zlib
 
-__all__ = ["Entries", "pack", "read_page", "unpack"]
+__all__ = ["Entries", "pack", "read_lastmods", "read_page", "unpack"]
 
 Entries = dict[bytes, int]  # loc as published (escaped) -> fingerprint of its element
 
 _LOC = re.compile(rb"<url><loc>([^<]*)</loc>")
+# Every element form writes its <lastmod>, when it has one, right after its <loc>
+# (`protocol.entries`: `element` and `_localised`); tests/changes/test_published_lastmods.py
+# renders each form and holds it.
+_LASTMOD = re.compile(rb"<url><loc>([^<]*)</loc><lastmod>([^<]*)</lastmod>")
 _END = b"</url>\n"
 _COUNT = struct.Struct("<I")
 
@@ -36,6 +40,12 @@ def read_page(body: bytes) -> Entries:
     if len(locs) != len(elements):  # pragma: no cover - the renderer writes one loc per element
         raise ValueError(f"a page of {len(elements)} elements has {len(locs)} locs")
     return dict(zip(locs, map(zlib.crc32, elements), strict=True))
+
+
+def read_lastmods(body: bytes) -> dict[bytes, bytes]:
+    """The lastmod each URL of a urlset document was published with, by loc (those without
+    one are absent). Read only for a page that reported changes: never on the baseline."""
+    return dict(_LASTMOD.findall(body))
 
 
 def pack(entries: Entries) -> bytes:

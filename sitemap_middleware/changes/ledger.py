@@ -31,9 +31,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from datetime import UTC, datetime
 from typing import Protocol
-from xml.sax.saxutils import unescape
 
-from .fingerprints import Entries, read_page
+from .fingerprints import Entries, read_lastmods, read_page
 from .model import Change, Kind, SectionState, Seen
 
 __all__ = ["MISSING", "Ledger", "Recorded", "record"]
@@ -93,6 +92,10 @@ class Ledger(Protocol):
         """Add ``changes`` to the section's log, in order."""
         ...
 
+    def append_page(self, number: int, at: datetime) -> None:
+        """Add to the log that page ``number``'s bytes changed (a `model.PageChange`)."""
+        ...
+
 
 class Recorded:
     """What `record` found in one page: the changes reported, and whether a pass ended."""
@@ -111,40 +114,48 @@ def record(ledger: Ledger, seen: Seen, *, pages: int | None, at: float) -> Recor
     known (no store keeps plans): the page is compared, and no pass can end.
     """
     state = ledger.state()
-    when = datetime.fromtimestamp(at, UTC)
-    changes: list[Change] = []
-
-    def report(loc: bytes, kind: Kind) -> None:
-        if state.baselined:
-            changes.append(Change(_absolute(loc), kind, when, seen.section))
-
+    baselined = state.baselined  # before this page: the baseline pass reports nothing
+    found: list[tuple[bytes, Kind]] = []
     number = seen.number
-    if ledger.page_digest(number) != seen.digest:
-        state.urls += _compare(ledger, seen, report)
+    when = datetime.fromtimestamp(at, UTC)
+    moved = ledger.page_digest(number) != seen.digest
+    body = None
+    if moved:
+        body = seen.body()
+        state.urls += _compare(ledger, seen, body, found)
     completed = False
     if pages is not None and number <= pages and ledger.pass_page(number, pages) == pages:
         completed = True
-        state.urls -= _end_pass(ledger, pages, report)
+        state.urls -= _end_pass(ledger, pages, found)
         state.baselined = True
         state.passes += 1
         state.completed = at
     if pages is not None:
         state.pages = pages
     ledger.put_state(state)
+    changes = _changes(found, body, when, seen.section) if baselined else []
     if changes:
         ledger.append(changes)
+    if moved and baselined:
+        ledger.append_page(number, when)  # after its URLs: a claim of its span names both
     return Recorded(changes, completed)
 
 
-def _compare(ledger: Ledger, seen: Seen, report: _Report) -> int:
-    """Write the page's new entries and report what differs; returns how many URLs are new."""
+def _compare(ledger: Ledger, seen: Seen, body: bytes, found: list[tuple[bytes, Kind]]) -> int:
+    """Write the page's new entries and note what differs; returns how many URLs are new.
+
+    A page's own entries hold the fingerprints of the URLs on it; a URL's row holds the
+    page it is on, and its fingerprint only once it is missing (its page no longer has it).
+    So a URL that changed in place costs no row write, only the page's.
+    """
     number = seen.number
-    rendered = read_page(seen.body())
+    rendered = read_page(body)
     recorded = ledger.page(number)
     prior: Entries = {} if recorded is None else recorded[1]
     arrived = [loc for loc in rendered if loc not in prior]
     left = [loc for loc in prior if loc not in rendered]
     known = ledger.find(arrived + left) if arrived or left else {}
+    elsewhere: dict[int, Entries] = {}  # the pages URLs arrive from, read once each
     rows: list[tuple[bytes, int, int]] = []
     new = 0
     for loc, fingerprint in rendered.items():
@@ -153,23 +164,34 @@ def _compare(ledger: Ledger, seen: Seen, report: _Report) -> int:
             where = known.get(loc)
             if where is None:
                 new += 1
-                report(loc, "added")
-            elif where[1] != fingerprint:
-                report(loc, "changed")
+                found.append((loc, "added"))
+            elif _last_fingerprint(ledger, loc, where, elsewhere) != fingerprint:
+                found.append((loc, "changed"))
             rows.append((loc, number, fingerprint))  # new here, or moved here
         elif before != fingerprint:
-            report(loc, "changed")
-            rows.append((loc, number, fingerprint))
+            found.append((loc, "changed"))
     for loc in left:
         where = known.get(loc)
         if where is not None and where[0] == number:  # not seen elsewhere since
-            rows.append((loc, MISSING, where[1]))
+            rows.append((loc, MISSING, prior[loc]))
     ledger.put_urls(rows)
     ledger.put_page(number, seen.digest, rendered)
     return new
 
 
-def _end_pass(ledger: Ledger, pages: int, report: _Report) -> int:
+def _last_fingerprint(ledger: Ledger, loc: bytes, where: tuple[int, int], pages: dict[int, Entries]) -> int:
+    """The fingerprint a URL last had: on the page it was on, or in its row once missing."""
+    page, fingerprint = where
+    if page == MISSING:
+        return fingerprint
+    entries = pages.get(page)
+    if entries is None:
+        recorded = ledger.page(page)
+        entries = pages[page] = {} if recorded is None else recorded[1]
+    return entries.get(loc, fingerprint)
+
+
+def _end_pass(ledger: Ledger, pages: int, found: list[tuple[bytes, Kind]]) -> int:
     """The pass is complete: what is still missing, or on pages past the plan, is removed."""
     gone = ledger.missing()
     beyond = ledger.pages_after(pages)
@@ -179,19 +201,27 @@ def _end_pass(ledger: Ledger, pages: int, report: _Report) -> int:
             continue
         locs = list(recorded[1])
         gone += [loc for loc, (page, _) in ledger.find(locs).items() if page == number]
-    for loc in gone:
-        report(loc, "removed")
+    found += [(loc, "removed") for loc in gone]
     ledger.drop_urls(gone)
     ledger.drop_pages(beyond)
     ledger.end_pass()
     return len(gone)
 
 
-class _Report(Protocol):
-    def __call__(self, loc: bytes, kind: Kind, /) -> None: ...
-
-
-def _absolute(loc: bytes) -> str:
-    """A published loc as the URL it names (it is XML-escaped on the page)."""
-    text = loc.decode()
-    return unescape(text, {"&apos;": "'", "&quot;": '"'}) if "&" in text else text
+def _changes(
+    found: list[tuple[bytes, Kind]], body: bytes | None, when: datetime, section: str
+) -> list[Change]:
+    """The changes found, their locs as the URLs they name (published XML-escaped: every loc
+    unescaped at once, since a page may change whole), an added or changed URL with the
+    lastmod its page published (read only for a page that reported one)."""
+    if not found:
+        return []
+    text = b"\n".join(loc for loc, _ in found).decode().replace("&amp;", "&")  # `escape_uri`'s one entity
+    published: dict[bytes, bytes] = {}
+    if body is not None and any(kind != "removed" for _, kind in found):
+        published = read_lastmods(body)
+    changes = []
+    for loc, (raw, kind) in zip(text.split("\n"), found, strict=True):
+        lastmod = None if kind == "removed" else published.get(raw)
+        changes.append(Change(loc, kind, when, section, None if lastmod is None else lastmod.decode()))
+    return changes

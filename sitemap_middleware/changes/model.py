@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-__all__ = ["KINDS", "Change", "Kind", "SectionState", "Seen"]
+__all__ = ["KINDS", "Change", "Delivery", "Kind", "PageChange", "SectionState", "Seen"]
 
 Kind = Literal["added", "changed", "removed"]
 KINDS: tuple[Kind, ...] = ("added", "changed", "removed")
@@ -24,12 +24,17 @@ KINDS: tuple[Kind, ...] = ("added", "changed", "removed")
 @dataclass(frozen=True, slots=True)
 class Change:
     """One URL that was added, changed or removed: ``loc`` absolute, ``at`` aware (UTC),
-    the time the change was recorded (the render that saw it)."""
+    the time the change was recorded (the render that saw it).
+
+    ``lastmod``: the lastmod the URL's page published with it (W3C text, as published),
+    for an added or changed URL that had one; ``None`` otherwise (always for a removal).
+    """
 
     loc: str
     kind: Kind
     at: datetime
     section: str
+    lastmod: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,3 +69,32 @@ class SectionState:
     pages: int = 0
     urls: int = 0
     completed: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PageChange:
+    """A page whose bytes changed (what a CDN in front must drop): recorded with the URL
+    changes, from the same renders, once the section's baseline has ended."""
+
+    scope: str
+    section: str
+    page: int
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """Changes claimed from the log's outbox for one consumer (an IndexNow site, a hook).
+
+    ``holder`` holds the consumer's lease until ``acknowledge`` moves its cursor past
+    ``last`` (the id of the newest change here) or the lease runs out: in a fleet, one
+    worker delivers a consumer's changes at a time, and a worker that dies mid-delivery
+    leaves them to the next. Sent means answered: a delivery is acknowledged only then.
+    ``pages``: the pages whose bytes changed, in the same span of the log.
+    """
+
+    consumer: str
+    holder: str
+    changes: tuple[Change, ...]
+    last: int
+    pages: tuple[PageChange, ...] = ()

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .fingerprints import Entries, pack, unpack
 from .ledger import MISSING
-from .model import KINDS, Change, SectionState
+from .model import KINDS, Change, Delivery, PageChange, SectionState
 
 __all__ = ["SqliteBackend"]
 
@@ -44,10 +44,13 @@ CREATE TABLE IF NOT EXISTS passes (
     section INTEGER NOT NULL, page INTEGER NOT NULL, PRIMARY KEY (section, page)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS changes (
     id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, section INTEGER NOT NULL,
-    loc TEXT NOT NULL, kind INTEGER NOT NULL);
+    loc TEXT NOT NULL, kind INTEGER NOT NULL, page INTEGER, lastmod TEXT);
 CREATE INDEX IF NOT EXISTS changes_at ON changes (at);
+CREATE TABLE IF NOT EXISTS outbox (
+    consumer TEXT PRIMARY KEY, position INTEGER NOT NULL, holder TEXT, lease_until REAL);
 """
 assert MISSING == 0  # the partial index above names it
+_PAGE = len(KINDS)  # the kind of a row that says a page's bytes changed (its loc empty)
 _LOOKUP = 500  # locs per IN (...) query: under SQLite's 999 bound parameters of old builds
 
 
@@ -103,10 +106,10 @@ class SqliteBackend:
     def since(self, when: float | None, section: str | None, scope: str | None = None) -> list[Change]:
         """The changes recorded after ``when`` (seconds since the epoch), oldest first."""
         query = (
-            "SELECT changes.loc, changes.kind, changes.at, sections.name FROM changes"
-            " JOIN sections ON sections.id = changes.section WHERE changes.at > ?"
+            "SELECT changes.loc, changes.kind, changes.at, sections.name, changes.lastmod FROM changes"
+            " JOIN sections ON sections.id = changes.section WHERE changes.at > ? AND changes.kind < ?"
         )
-        arguments: list[object] = [-1.0 if when is None else when]
+        arguments: list[object] = [-1.0 if when is None else when, _PAGE]
         if section is not None:
             query += " AND sections.name = ?"
             arguments.append(section)
@@ -115,17 +118,133 @@ class SqliteBackend:
             arguments.append(scope)
         rows = self._connection().execute(query + " ORDER BY changes.id", arguments)
         return [
-            Change(loc, KINDS[kind], datetime.fromtimestamp(at, UTC), name) for loc, kind, at, name in rows
+            Change(loc, KINDS[kind], datetime.fromtimestamp(at, UTC), name, lastmod)
+            for loc, kind, at, name, lastmod in rows
         ]
+
+    def recent(self, when: float, root: str) -> list[Change]:
+        """The changes recorded after ``when`` of the sections of the site at ``root`` (its
+        scope, or a mount below it), oldest first."""
+        rows = self._connection().execute(
+            "SELECT changes.loc, changes.kind, changes.at, sections.name, changes.lastmod FROM changes"
+            " JOIN sections ON sections.id = changes.section WHERE changes.at > ? AND changes.kind < ?"
+            " AND (sections.scope = ? OR substr(sections.scope, 1, ?) = ?) ORDER BY changes.id",
+            (when, _PAGE, root, len(root) + 1, root + "/"),
+        )
+        return [
+            Change(loc, KINDS[kind], datetime.fromtimestamp(at, UTC), name, lastmod)
+            for loc, kind, at, name, lastmod in rows
+        ]
+
+    def mark(self, when: float) -> str:
+        """A token that moves whenever the changes recorded after ``when`` do: the newest
+        change's id and the oldest one's still after ``when`` (two index lookups)."""
+        connection = self._connection()
+        (newest,) = connection.execute("SELECT MAX(id) FROM changes").fetchone()
+        oldest = connection.execute(
+            "SELECT id FROM changes WHERE at > ? ORDER BY at, id LIMIT 1", (when,)
+        ).fetchone()
+        return f"{newest}:{None if oldest is None else oldest[0]}"
 
     def counts(self, when: float, scope: str, section: str) -> dict[str, int]:
         """How many changes of each kind the section had after ``when``."""
         rows = self._connection().execute(
             "SELECT changes.kind, COUNT(*) FROM changes JOIN sections ON sections.id = changes.section"
-            " WHERE changes.at > ? AND sections.scope = ? AND sections.name = ? GROUP BY changes.kind",
-            (when, scope, section),
+            " WHERE changes.at > ? AND sections.scope = ? AND sections.name = ? AND changes.kind < ?"
+            " GROUP BY changes.kind",
+            (when, scope, section, _PAGE),
         )
         return {KINDS[kind]: count for kind, count in rows}
+
+    # -- the outbox (`log.ChangeLog.subscribe`, `claim`) ------------------------------------------
+
+    def subscribe(self, consumer: str) -> None:
+        """Start ``consumer``'s cursor at the newest change, unless it has one."""
+        self._connection().execute(
+            "INSERT OR IGNORE INTO outbox (consumer, position)"
+            " VALUES (?, (SELECT COALESCE(MAX(id), 0) FROM changes))",
+            (consumer,),
+        )
+
+    def claim(
+        self, consumer: str, scope: str | None, holder: str, *, limit: int, lease: float, now: float
+    ) -> Delivery | None:
+        """Up to ``limit`` changes past ``consumer``'s cursor (of sections under ``scope``, if
+        given), leased to ``holder`` until ``now + lease``; ``None`` when there are none, or
+        another holder's lease runs."""
+        connection = self._connection()
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            row = connection.execute(
+                "SELECT position, holder, lease_until FROM outbox WHERE consumer = ?", (consumer,)
+            ).fetchone()
+            if row is None:
+                raise LookupError(f"no outbox for {consumer!r}: subscribe it first")
+            position, held_by, until = row
+            if held_by not in (None, holder) and until is not None and until > now:
+                connection.execute("COMMIT")
+                return None
+            query = (
+                "SELECT changes.id, changes.loc, changes.kind, changes.at, sections.name,"
+                " sections.scope, changes.page, changes.lastmod FROM changes"
+                " JOIN sections ON sections.id = changes.section WHERE changes.id > ?"
+            )
+            arguments: list[object] = [position]
+            if scope is not None:
+                query += " AND (sections.scope = ? OR sections.scope LIKE ? ESCAPE '\\')"
+                arguments += [scope, _like_prefix(scope)]
+            rows = connection.execute(query + " ORDER BY changes.id LIMIT ?", (*arguments, limit)).fetchall()
+            if not rows:
+                connection.execute(
+                    "UPDATE outbox SET holder = NULL, lease_until = NULL WHERE consumer = ?", (consumer,)
+                )
+                connection.execute("COMMIT")
+                return None
+            connection.execute(
+                "UPDATE outbox SET holder = ?, lease_until = ? WHERE consumer = ?",
+                (holder, now + lease, consumer),
+            )
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        changes: list[Change] = []
+        pages: list[PageChange] = []
+        for _, loc, kind, at, name, in_scope, page, lastmod in rows:
+            when = datetime.fromtimestamp(at, UTC)
+            if kind == _PAGE:
+                pages.append(PageChange(in_scope, name, page, when))
+            else:
+                changes.append(Change(loc, KINDS[kind], when, name, lastmod))
+        return Delivery(consumer, holder, tuple(changes), rows[-1][0], tuple(pages))
+
+    def acknowledge(self, delivery: Delivery) -> bool:
+        """Move the cursor past ``delivery`` and free the lease; ``False`` if the lease was lost."""
+        cursor = self._connection().execute(
+            "UPDATE outbox SET position = MAX(position, ?), holder = NULL, lease_until = NULL"
+            " WHERE consumer = ? AND holder = ?",
+            (delivery.last, delivery.consumer, delivery.holder),
+        )
+        return cursor.rowcount == 1
+
+    def release(self, delivery: Delivery) -> None:
+        """Give the lease back without moving the cursor (to be delivered again, by anyone)."""
+        self._connection().execute(
+            "UPDATE outbox SET holder = NULL, lease_until = NULL WHERE consumer = ? AND holder = ?",
+            (delivery.consumer, delivery.holder),
+        )
+
+    def pending(self, consumer: str) -> int:
+        """How many changes (of URLs and of pages) wait past ``consumer``'s cursor, of every scope."""
+        row = (
+            self._connection()
+            .execute(
+                "SELECT COUNT(*) FROM changes WHERE id > (SELECT position FROM outbox WHERE consumer = ?)",
+                (consumer,),
+            )
+            .fetchone()
+        )
+        return int(row[0])
 
     def close(self) -> None:
         """Close this thread's connection (others close with their threads)."""
@@ -133,6 +252,11 @@ class SqliteBackend:
         if connection is not None:
             connection.close()
             self._local.connection = None
+
+
+def _like_prefix(scope: str) -> str:
+    """A LIKE pattern for the scopes below ``scope`` (its mount prefixes)."""
+    return scope.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"
 
 
 def _section_id(connection: sqlite3.Connection, scope: str, name: str) -> int:
@@ -229,8 +353,17 @@ class SqliteLedger:
     def end_pass(self) -> None:
         self._db.execute("DELETE FROM passes WHERE section = ?", (self._id,))
 
+    def append_page(self, number: int, at: datetime) -> None:
+        self._db.execute(
+            "INSERT INTO changes (at, section, loc, kind, page) VALUES (?, ?, '', ?, ?)",
+            (at.timestamp(), self._id, _PAGE, number),
+        )
+
     def append(self, changes: list[Change]) -> None:
         self._db.executemany(
-            "INSERT INTO changes (at, section, loc, kind) VALUES (?, ?, ?, ?)",
-            ((change.at.timestamp(), self._id, change.loc, KINDS.index(change.kind)) for change in changes),
+            "INSERT INTO changes (at, section, loc, kind, lastmod) VALUES (?, ?, ?, ?, ?)",
+            (
+                (change.at.timestamp(), self._id, change.loc, KINDS.index(change.kind), change.lastmod)
+                for change in changes
+            ),
         )

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from html import escape
 
-__all__ = ["Overview", "PageRow", "SectionRow", "render_overview"]
+__all__ = ["Logged", "Overview", "PageRow", "SectionRow", "render_overview"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,10 +27,20 @@ class PageRow:
 
 
 @dataclass(frozen=True, slots=True)
+class Logged:
+    """What the change log says of a section: when its last pass ended (text, or ``None``:
+    never), and how many changes of each kind it had in the last day."""
+
+    refreshed: str | None
+    changed: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
 class SectionRow:
     name: str
     pages: list[PageRow]
     error: str | None = None  # why the section could not be planned (shown, not hidden)
+    logged: Logged | None = None  # None without a change log, or for a section it never records
 
     @property
     def urls(self) -> int | None:
@@ -87,6 +97,8 @@ def _section(section: SectionRow) -> str:
         f'<p><span class="pages">{len(section.pages):,}</span> files, '
         f'<span class="urls">{urls}</span> URLs.</p>'
     )
+    if section.logged is not None:
+        head += _logged(section.logged)
     if section.error is not None:
         return head + f'<p class="error">{escape(section.error)}</p></section>'
     rows = "".join(_row(page) for page in section.pages)
@@ -95,6 +107,15 @@ def _section(section: SectionRow) -> str:
         f"</thead><tbody>{rows}</tbody></table>"
     )
     return head + table + "</section>"
+
+
+def _logged(logged: Logged) -> str:
+    kinds = ", ".join(f"{logged.changed.get(kind, 0):,} {kind}" for kind in ("added", "changed", "removed"))
+    return (
+        f'<p>Last refreshed <span class="refreshed">{escape(logged.refreshed or "never")}</span>; '
+        f'<span class="changed">{sum(logged.changed.values()):,}</span> changes in the last day '
+        f'(<span class="kinds">{kinds}</span>).</p>'
+    )
 
 
 _CACHE_STATE = {True: "cached", False: "cold", None: "-"}

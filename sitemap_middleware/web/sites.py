@@ -83,6 +83,13 @@ class Sites:
         others = [site for site in self._by_host.values() if site != self.default]
         return (self.default, *dict.fromkeys(others))
 
+    def host_of(self, site: Site) -> str:
+        """A ``Host`` header that `pick` reads as ``site`` (an internal request's, `refresh`)."""
+        for host, candidate in self._by_host.items():
+            if candidate == site:
+                return host
+        return site.host
+
     def pick(self, headers: Mapping[str, str]) -> Site | None:
         """The site a request with these (lowercase) headers is for; ``None`` means reject it."""
         if not self._by_host:

@@ -13,18 +13,23 @@ from lxml import html
 
 from sitemap_middleware import ConfigurationError, Sitemaps, Url
 
-from ..conftest import BASE
+from ..conftest import BASE, make_shop
 from ..servers import werkzeug_serving
 
 PATH = "/sitemaps/"
 
 
 def shop(**options: Any) -> Sitemaps:
-    sitemaps = Sitemaps(base_url=BASE, page_size=40, overview_path=PATH, **options)
-    sitemaps.add_provider(
-        "products", lambda: [Url(f"/p/{n}", lastmod=f"2026-01-{1 + n % 28:02d}") for n in range(100)]
+    """The shared shop (100 dated products, a loc to escape among the pages) plus a third
+    section, ``counted``: the overview tells a section that declares its count from the others."""
+    sitemaps = make_shop(
+        100,
+        product=lambda n: Url(f"/p/{n}", lastmod=f"2026-01-{1 + n % 28:02d}"),
+        pages=["/", "/about", "/<b>&amp"],
+        page_size=40,
+        overview_path=PATH,
+        **options,
     )
-    sitemaps.add_provider("pages", lambda: ["/", "/about", "/<b>&amp"])
     sitemaps.add_provider("counted", lambda offset, limit: ["/c/1", "/c/2", "/c/3"][offset:], count=lambda: 3)
     return sitemaps
 
@@ -118,3 +123,45 @@ def test_the_overview_renders_in_headless_chromium_with_its_counts_and_links():
         f"{BASE}/sitemap-pages-1.xml",
         f"{BASE}/sitemap-counted-1.xml",
     ]
+
+
+def test_the_overview_shows_when_each_section_was_last_refreshed_and_its_changes_of_the_last_day(
+    make_client, tmp_path
+):
+    from datetime import UTC, datetime
+
+    from sitemap_middleware.changes import ChangeLog
+
+    now = [datetime(2026, 12, 1, 12, tzinfo=UTC).timestamp()]
+    rows = {f"/p/{n}": None for n in range(5)}
+    sitemaps = Sitemaps(
+        base_url=BASE,
+        page_size=2,
+        overview_path=PATH,
+        changes=ChangeLog.sqlite(tmp_path / "changes.sqlite3"),
+        clock=lambda: now[0],
+    )
+    sitemaps.add_provider("products", lambda: [Url(path, lastmod=rows[path]) for path in sorted(rows)])
+    sitemaps.add_provider("pages", lambda: ["/", "/about"])
+    sitemaps.recent("recent")
+    client = make_client(sitemaps)
+    never = html.fromstring(client.get(PATH).body).find(".//section[@id='section-products']")
+    assert never.findtext(".//span[@class='refreshed']") == "never"
+    sitemaps.refresh()  # the baseline
+    rows["/p/9"] = None
+    del rows["/p/0"]
+    now[0] += 60
+    sitemaps.refresh()  # two changes, two days ago by the time the overview is read
+    now[0] += 2 * 86_400
+    rows["/p/1"] = "2026-12-03"
+    sitemaps.refresh()
+    page = html.fromstring(client.get(PATH).body)
+    products = page.find(".//section[@id='section-products']")
+    refreshed = datetime.fromisoformat(products.findtext(".//span[@class='refreshed']"))
+    assert refreshed == datetime.fromtimestamp(now[0], UTC)
+    assert products.findtext(".//span[@class='changed']") == "1"  # the older two are past the day
+    assert products.findtext(".//span[@class='kinds']") == "0 added, 1 changed, 0 removed"
+    unchanged = page.find(".//section[@id='section-pages']")
+    assert unchanged.findtext(".//span[@class='changed']") == "0"
+    assert unchanged.findtext(".//span[@class='refreshed']") is not None
+    assert page.find(".//section[@id='section-recent']").find(".//span[@class='refreshed']") is None

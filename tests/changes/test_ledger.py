@@ -159,3 +159,16 @@ def test_a_published_loc_is_reported_as_the_url_it_names(log: ChangeLog) -> None
     render(log, [["/a"]], at=1000.0)
     [change] = render(log, [["/a", "/s?q=1&sort=new"]], at=2000.0)
     assert change.loc == f"{BASE}/s?q=1&sort=new"
+
+
+def test_a_url_that_moves_to_another_page_and_changes_is_changed(log: ChangeLog) -> None:
+    render(log, [["/a", "/b"], ["/c", "/d"]], at=1000.0)
+    changes = render(log, [["/0", "/a"], [Url("/b", changefreq="daily"), "/c"], ["/d"]], at=2000.0)
+    assert kinds(changes) == {("added", "/0"), ("changed", "/b")}
+
+
+def test_a_url_missing_from_its_page_that_comes_back_changed_is_changed(log: ChangeLog) -> None:
+    render(log, [["/a", "/b"], ["/c"]], at=1000.0)
+    log.record(seen(1, ["/a"]), pages=2, at=2000.0)  # "/b" gone from page 1: missing
+    recorded = log.record(seen(2, [Url("/b", priority=0.2), "/c"]), pages=2, at=2000.0)
+    assert kinds(recorded.changes) == {("changed", "/b")}

@@ -14,7 +14,7 @@ import pytest
 from sitemap_middleware import Sitemaps, Url
 from sitemap_middleware.cli import main
 
-from ..conftest import plain_wsgi_app
+from ..conftest import make_shop, plain_wsgi_app
 from ..servers import Server, werkzeug_serving
 from ..xsd import SCHEMA_DIR, schemas_available
 
@@ -158,12 +158,10 @@ def test_an_unreadable_target_exits_2(tmp_path):
 
 
 def shop(base_url: str = "http://127.0.0.1") -> Sitemaps:
-    sitemaps = Sitemaps(base_url=base_url, page_size=40)
-    sitemaps.add_provider(
-        "products", lambda: [Url(f"/p/{n}?a=1&b=2", lastmod="2026-01-02") for n in range(100)]
+    """The shared shop with 100 dated products in files of 40 (a module `export` can import)."""
+    return make_shop(
+        100, product=lambda n: Url(f"/p/{n}?a=1&b=2", lastmod="2026-01-02"), base_url=base_url, page_size=40
     )
-    sitemaps.add_provider("pages", lambda: ["/", "/about"])
-    return sitemaps
 
 
 @pytest.mark.server

@@ -12,7 +12,6 @@ import subprocess
 import sys
 import tempfile
 import types
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,6 +26,8 @@ from sitemap_middleware.cli import main
 from sitemap_middleware.cli.export import export_tree
 from sitemap_middleware.cli.staging import Staging
 
+from ..conftest import make_shop
+
 SITE = "https://shop.example"
 SITEMAP = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
 # A user's own static files beside the tree, the last one sitemap-like but of no section of
@@ -40,17 +41,21 @@ USER_FILES = {
 
 def shop(products: int, *, version: str = "new", fails_at: int | None = None, blog: int = 0) -> Sitemaps:
     """Products on pages of 10 (``fails_at``: the product whose turn raises), two pages, a blog."""
-    sitemaps = Sitemaps(base_url=SITE, page_size=10)
 
-    def catalogue(offset: int, limit: int) -> Iterator[str]:
-        for n in range(offset, min(offset + limit, products)):
-            if n == fails_at:
-                raise RuntimeError("the database went away")
-            yield f"/{version}/p/{n}"
+    def product(n: int) -> str:
+        if n == fails_at:
+            raise RuntimeError("the database went away")
+        return f"/{version}/p/{n}"
 
-    sitemaps.add_provider("products", catalogue, count=lambda: products)
-    sitemaps.add_provider("pages", lambda: [f"/{version}/", f"/{version}/about"])
-    if blog:
+    sitemaps = make_shop(
+        products,
+        product=product,
+        shape="window",
+        pages=[f"/{version}/", f"/{version}/about"],
+        base_url=SITE,
+        page_size=10,
+    )
+    if blog:  # a third section on top: an export that drops one leaves none of its files
         sitemaps.add_provider("blog", lambda: [f"/{version}/blog/{n}" for n in range(blog)])
     return sitemaps
 
@@ -176,8 +181,7 @@ class CuttingStore(MemoryStore):
     "warm", [pytest.param(False, id="gz-cut-short"), pytest.param(True, id="xml-cut-short")]
 )
 def test_a_body_cut_short_is_a_failure_not_a_file(tmp_path, monkeypatch, warm):
-    sitemaps = Sitemaps(base_url=SITE, page_size=10, cache=CuttingStore())
-    sitemaps.add_provider("products", lambda: [f"/p/{n}" for n in range(30)])
+    sitemaps = make_shop(30, sections=["products"], base_url=SITE, page_size=10, cache=CuttingStore())
     if warm:  # stored already: even the .xml answer is the torn document, inflated
         Client(sitemaps.wsgi(lambda environ, start: [])).get("/sitemap-index.xml").close()
     before = old_tree(tmp_path)

@@ -19,7 +19,7 @@ import pytest
 
 from sitemap_middleware import ConfigurationError, Sitemaps
 
-from ..conftest import BASE, SitemapClient
+from ..conftest import BASE, SitemapClient, make_shop
 from ..xsd import locs, validate
 
 PAGE = "/sitemap-products-1.xml"
@@ -29,9 +29,15 @@ COMPRESSORS = ["zlib", pytest.param("isal", marks=needs_isal)]
 
 
 def shop(compressor: str, cache: bool = True) -> Sitemaps:
-    sitemaps = Sitemaps(base_url=BASE, compressor=compressor, cache=cache)  # type: ignore[arg-type]
-    sitemaps.add_provider("products", lambda: (f"/p/{n}?a=1&b={n % 7}" for n in range(3000)))
-    return sitemaps
+    """3,000 products, pulled from a generator, with an ``&`` to escape in each loc."""
+    return make_shop(
+        3000,
+        product=lambda n: f"/p/{n}?a=1&b={n % 7}",
+        shape="generator",
+        sections=["products"],
+        compressor=compressor,
+        cache=cache,
+    )
 
 
 def test_auto_takes_isal_when_it_is_installed() -> None:

@@ -6,7 +6,6 @@ import asyncio
 import gzip
 import logging
 from collections.abc import Callable, Iterator
-from datetime import date
 from http import HTTPStatus
 from typing import Any
 from wsgiref.util import setup_testing_defaults
@@ -16,7 +15,7 @@ import pytest
 
 from sitemap_middleware import ConfigurationError, EntryError, Sitemaps, Url
 
-from ..conftest import BASE, Response, SitemapClient
+from ..conftest import BASE, Response, SitemapClient, dated_product, make_shop
 from ..xsd import locs, validate
 
 INDEX_URL = f"{BASE}/sitemap-index.xml"
@@ -27,12 +26,7 @@ MakeClient = Callable[..., SitemapClient]
 
 def shop(**options: Any) -> Sitemaps:
     """``products``: 5 URLs in pages of 2 (3 pages); ``pages``: 2 URLs (1 page)."""
-    sitemaps = Sitemaps(base_url=BASE, **options)
-    sitemaps.provider("products", page_size=2)(
-        lambda: [Url(f"/p/{n}", lastmod=date(2024, 1, n + 1)) for n in range(5)]
-    )
-    sitemaps.provider("pages")(lambda: ["/", "/about"])
-    return sitemaps
+    return make_shop(5, product=dated_product, products_page_size=2, **options)
 
 
 def apps(routes: dict[str, tuple[int, bytes]] | None = None) -> dict[str, Any]:
