@@ -19,11 +19,12 @@ from ..changes.ledger import MISSING
 from ..changes.model import KINDS, Change, SectionState
 from ..errors import ChangeLogError
 
-__all__ = ["EPOCH", "FETCH", "RedisLedger", "Session", "read_state"]
+__all__ = ["EPOCH", "FETCH", "PAGE", "RedisLedger", "Session", "read_state"]
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 FETCH = 10_000  # fields per HMGET, entries per XRANGE
 _URL = struct.Struct("<II")  # a URL's page and fingerprint
+PAGE = len(KINDS)  # the kind of a log entry that says a page's bytes changed (`PageChange`)
 _ARGS = 4000  # arguments per command inside the commit: Lua's unpack() takes ~8,000 at most
 
 
@@ -75,7 +76,8 @@ class RedisLedger:
         self._missing: dict[bytes, bool] = {}  # loc -> now missing (True) or not (False)
         self._pass_added: set[int] = set()
         self._pass_ended = False
-        self._changes: list[Change] = []
+        # The log entries: (kind, loc, at in us, lastmod or page number), in order.
+        self._log: list[tuple[int, bytes, int, bytes]] = []
 
     def _fresh(self) -> None:
         """Renew the lock when a third of its time has passed, before the next call to Redis."""
@@ -201,7 +203,12 @@ class RedisLedger:
         self._pass_added.clear()
 
     def append(self, changes: list[Change]) -> None:
-        self._changes += changes
+        for change in changes:
+            lastmod = (change.lastmod or "").encode()
+            self._log.append((KINDS.index(change.kind), change.loc.encode(), _micros(change.at), lastmod))
+
+    def append_page(self, number: int, at: datetime) -> None:
+        self._log.append((PAGE, b"", _micros(at), str(number).encode()))
 
     def release(self) -> None:
         """Give the lock back unused (the record failed): nothing written."""
@@ -255,9 +262,8 @@ class RedisLedger:
             ops.extend((1, "DEL", keys["pass"]))
         if self._pass_added:
             command("ZADD", keys["pass"], [x for page in self._pass_added for x in (page, page)], 2)
-        if self._changes:
-            log = [x for change in self._changes for x in _logged(change)]
-            command("LOG", keys["log"], log, 3)
+        if self._log:
+            command("LOG", keys["log"], [x for entry in self._log for x in entry], 4)
         self._fresh()
         lock_ms = self._session.lock_ms
         done = self._session.commit(
@@ -268,8 +274,8 @@ class RedisLedger:
             raise self._lost()
 
 
-def _logged(change: Change) -> tuple[int, bytes, int]:
-    return KINDS.index(change.kind), change.loc.encode(), (change.at - EPOCH) // timedelta(microseconds=1)
+def _micros(at: datetime) -> int:
+    return (at - EPOCH) // timedelta(microseconds=1)
 
 
 def _pairs(flat: list[bytes] | dict[bytes, bytes]) -> dict[bytes, bytes]:

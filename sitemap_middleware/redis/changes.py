@@ -47,18 +47,19 @@ import heapq
 import math
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from datetime import timedelta
 from typing import Any
 
 import redis
 
-from ..changes.model import KINDS, Change, SectionState
+from ..changes.model import KINDS, Change, Delivery, SectionState
 from ..config import check_timeout
 from ..errors import ChangeLogError, ConfigurationError
-from .change_ledger import EPOCH, FETCH, RedisLedger, Session, read_state
-from .change_scripts import CLAIM, COMMIT, RELEASE, RENEW
+from .change_ledger import EPOCH, FETCH, PAGE, RedisLedger, Session, read_state
+from .change_outbox import Outbox
+from .change_scripts import CLAIM, COMMIT, MARK, RELEASE, RENEW
 
 __all__ = ["RedisChanges", "section_id"]
 
@@ -111,6 +112,8 @@ class RedisChanges:
             sections=self.key("sections"),
             clock=self.key("clock"),
         )
+        self._outbox = Outbox(self.raw, prefix)
+        self._mark = client.register_script(MARK)
 
     def key(self, *parts: str) -> str:
         return ":".join((self.prefix, *parts))
@@ -161,12 +164,37 @@ class RedisChanges:
 
     def since(self, when: float | None, section: str | None, scope: str | None = None) -> list[Change]:
         """The changes recorded after ``when`` (seconds since the epoch), oldest first."""
+        return self._merged(
+            when,
+            lambda its_scope, its_section: (
+                (section is None or its_section == section) and (scope is None or its_scope == scope)
+            ),
+        )
+
+    def recent(self, when: float, root: str) -> list[Change]:
+        """The changes recorded after ``when`` of the sections of the site at ``root`` (its
+        scope, or a mount below it), oldest first (`changes.log.Windowed`)."""
+        below = root + "/"
+        return self._merged(when, lambda its_scope, _: its_scope == root or its_scope.startswith(below))
+
+    def mark(self, when: float) -> str:
+        """A token that moves whenever the changes recorded after ``when`` do: the newest
+        change's ID and the oldest one's still after ``when``, in one script (a few reads
+        per section, none of its URLs)."""
+        with self._speaking():
+            token: bytes = self._mark(
+                keys=[self.key("clock"), self.key("sections")], args=[self.prefix, _start(when), repr(when)]
+            )
+        return token.decode()
+
+    def _merged(self, when: float | None, wanted: Callable[[str, str], bool]) -> list[Change]:
+        """The changes after ``when`` of the sections ``wanted(scope, section)``, merged by ID."""
         with self._speaking():
             named = self.raw.hgetall(self.key("sections"))
             streams: list[list[tuple[tuple[int, int], Change]]] = []
             for ident, name in named.items():
                 its_scope, _, its_section = name.decode().partition("\n")
-                if (section is None or its_section == section) and (scope is None or its_scope == scope):
+                if wanted(its_scope, its_section):
                     streams.append(list(self._read(ident.decode(), its_section, when)))
         return [change for _, change in heapq.merge(*streams, key=lambda item: item[0])]
 
@@ -179,20 +207,55 @@ class RedisChanges:
         return found
 
     def _read(self, ident: str, section: str, when: float | None) -> Iterator[tuple[tuple[int, int], Change]]:
-        # A change's ID is at least its own time (ms): start one ms early, keep those after `when`.
-        start = "-" if when is None else str(max(0, math.floor(when * 1000) - 1))
+        start = "-" if when is None else _start(when)
         stream = self.key(ident, "log")
         while True:
             batch = self.raw.xrange(stream, start, "+", count=FETCH)
             for raw, fields in batch:
                 ms, seq = map(int, raw.split(b"-"))
+                kind = int(fields[b"k"])
                 at = EPOCH + timedelta(microseconds=int(fields[b"a"]))
-                if when is None or at.timestamp() > when:
-                    yield (ms, seq), Change(fields[b"l"].decode(), KINDS[int(fields[b"k"])], at, section)
+                if kind != PAGE and (when is None or at.timestamp() > when):
+                    lastmod = fields.get(b"x")
+                    yield (
+                        (ms, seq),
+                        Change(fields[b"l"].decode(), KINDS[kind], at, section, lastmod and lastmod.decode()),
+                    )
             if len(batch) < FETCH:
                 return
             ms, seq = map(int, batch[-1][0].split(b"-"))
             start = f"{ms}-{seq + 1}"
+
+    # -- the outbox (`change_outbox`) ------------------------------------------------------------
+
+    def subscribe(self, consumer: str) -> None:
+        """Start ``consumer``'s cursor at the newest change, unless it has one."""
+        with self._speaking():
+            self._outbox.subscribe(consumer)
+
+    def claim(
+        self, consumer: str, scope: str | None, holder: str, *, limit: int, lease: float, now: float
+    ) -> Delivery | None:
+        """Up to ``limit`` changes past ``consumer``'s cursor (of sections under ``scope``, if
+        given), leased to ``holder`` until ``now + lease``; ``None`` when there are none, or
+        another holder's lease runs."""
+        with self._speaking():
+            return self._outbox.claim(consumer, scope, holder, limit=limit, lease=lease, now=now)
+
+    def acknowledge(self, delivery: Delivery) -> bool:
+        """Move the cursor past ``delivery`` and free the lease; ``False`` if the lease was lost."""
+        with self._speaking():
+            return self._outbox.acknowledge(delivery)
+
+    def release(self, delivery: Delivery) -> None:
+        """Give the lease back without moving the cursor (to be delivered again, by anyone)."""
+        with self._speaking():
+            self._outbox.release(delivery)
+
+    def pending(self, consumer: str) -> int:
+        """How many changes (of URLs and of pages) wait past ``consumer``'s cursor, of every scope."""
+        with self._speaking():
+            return self._outbox.pending(consumer)
 
     @contextmanager
     def _speaking(self) -> Iterator[None]:
@@ -206,6 +269,11 @@ class RedisChanges:
 
 
 _SECTION_KEYS = ("lock", "done", "wake", "state", "digests", "entries", "urls", "missing", "pass", "log")
+
+
+def _start(when: float) -> str:
+    # A change's ID is at least its own time (ms): start one ms early, keep those after `when`.
+    return str(max(0, math.floor(when * 1000) - 1))
 
 
 def section_id(scope: str, section: str) -> str:

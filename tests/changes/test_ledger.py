@@ -7,9 +7,7 @@ crawlers read; sections here are lists of pages, each a list of (path, lastmod).
 from __future__ import annotations
 
 import hashlib
-import uuid
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import pytest
 
@@ -48,17 +46,6 @@ def render(log: ChangeLog, pages: Sequence[Page], at: float, section: str = "pro
 
 def kinds(changes: Sequence[Change]) -> set[tuple[str, str]]:
     return {(change.kind, change.loc.removeprefix(BASE)) for change in changes}
-
-
-@pytest.fixture(params=["sqlite", "redis"])
-def reopen(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], ChangeLog]:
-    """Opens the one log of this test again, as a restarted worker would: the same SQLite
-    file, or the same Redis and prefix through a new client."""
-    if request.param == "sqlite":
-        return lambda: ChangeLog.sqlite(tmp_path / "changes.sqlite3")
-    server = request.getfixturevalue("redis_server")
-    prefix = f"changes-{uuid.uuid4().hex}"
-    return lambda: ChangeLog.redis(server.url, prefix=prefix)
 
 
 @pytest.fixture

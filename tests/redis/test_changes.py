@@ -267,7 +267,7 @@ def test_a_client_that_decodes_responses_is_refused() -> None:
 PATHS = ["/a", "/b", "/c", "/d", "/e", "/f", "/s?q=1&x=<2>", "/é", "/g", "/h"]
 # A page: (path, variant) pairs; a render: pages, in the order recorded, and whether the plan is known.
 pages_of = st.lists(
-    st.lists(st.tuples(st.sampled_from(range(len(PATHS))), st.integers(0, 2)), max_size=4),
+    st.lists(st.tuples(st.sampled_from(range(len(PATHS))), st.integers(0, 3)), max_size=4),
     min_size=1,
     max_size=3,
 )
@@ -277,7 +277,7 @@ renders = st.lists(
 
 
 def built(pages: list[list[tuple[int, int]]]) -> list[list[str | Url]]:
-    """The pages, each path on one page at most (the first), its variant a changefreq."""
+    """The pages, each path on one page at most (the first), its variant a priority or a lastmod."""
     placed: set[int] = set()
     out: list[list[str | Url]] = []
     for page in pages:
@@ -285,7 +285,10 @@ def built(pages: list[list[tuple[int, int]]]) -> list[list[str | Url]]:
         for index, variant in page:
             if index not in placed:
                 placed.add(index)
-                urls.append(PATHS[index] if variant == 0 else Url(PATHS[index], priority=variant / 4))
+                if variant == 3:
+                    urls.append(Url(PATHS[index], lastmod="2026-12-01"))
+                else:
+                    urls.append(PATHS[index] if variant == 0 else Url(PATHS[index], priority=variant / 4))
         out.append(urls)
     return out
 
