@@ -11,7 +11,17 @@ import importlib
 import sys
 from pathlib import Path
 
-BENCHMARKS = ("render", "serve", "memory", "index", "load", "fleet", "keyset", "changelog")
+BENCHMARKS = (
+    "render",
+    "serve",
+    "memory",
+    "index",
+    "load",
+    "fleet",
+    "keyset",
+    "changelog",
+    "changelog_redis",
+)
 
 
 def main(argv: list[str]) -> None:

@@ -72,3 +72,14 @@ class MeasureLimitError(ProviderError):
             f"({files:,} files found so far): declare a count (its pages become windows that need "
             "no measuring), raise measure_timeout, or make sure its provider ends"
         )
+
+
+class ChangeLogError(SitemapError, RuntimeError):
+    """The change log could not record or read: its backend failed, or a lock was never had.
+
+    Raised by a log several workers share (``ChangeLog.redis``) when its server cannot be
+    reached or fails (chained from the client's error, after its socket timeout at most),
+    when another worker held a section's lock past ``wait_timeout``, or when this worker
+    held it past ``lock_timeout``. Nothing was written by the record that raised: the
+    caller counts it and goes on; the page is compared again the next time it is recorded.
+    """

@@ -19,11 +19,14 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..errors import ConfigurationError
 from .ledger import Ledger, Recorded, record
 from .model import Change, Delivery, SectionState, Seen
+
+if TYPE_CHECKING:
+    from redis import Redis
 
 __all__ = ["DEFAULT_PATH", "Backend", "ChangeLog", "Windowed"]
 
@@ -83,6 +86,53 @@ class ChangeLog:
         if not str(path):
             raise ConfigurationError("ChangeLog.sqlite needs a file path")
         return cls(SqliteBackend(path))
+
+    @classmethod
+    def redis(
+        cls,
+        url_or_client: str | Redis,
+        *,
+        prefix: str = "sitemap-changes",
+        lock_timeout: float = 10.0,
+        wait_timeout: float = 30.0,
+    ) -> ChangeLog:
+        """A log in Redis that every worker of a fleet shares, each change recorded once
+        (`sitemap_middleware.redis.changes`).
+
+        - ``url_or_client``: ``"redis://127.0.0.1:6379/0"`` (a client that gives up after
+          2 s when Redis stops answering), or a ``redis.Redis`` (decode_responses=False).
+        - ``prefix``: of every key the log writes; one per log sharing a Redis.
+        - ``lock_timeout``: seconds a section stays locked by a worker that died recording it.
+        - ``wait_timeout``: seconds a worker waits for another's lock before `ChangeLogError`.
+        """
+        try:
+            import redis as redis_client
+            from redis.backoff import NoBackoff
+            from redis.retry import Retry
+
+            from ..redis.changes import RedisChanges
+        except ImportError as error:
+            raise ConfigurationError(
+                "ChangeLog.redis needs the redis client: pip install 'sitemap-middleware[redis]'"
+            ) from error
+        if isinstance(url_or_client, str):
+            if not url_or_client:
+                raise ConfigurationError("ChangeLog.redis needs a redis:// URL or a redis.Redis client")
+            # A record waits this long at most on a Redis that stopped answering; the one
+            # retry is safe (the commit recognises its own token).
+            client = redis_client.Redis.from_url(
+                url_or_client,
+                socket_timeout=2.0,
+                socket_connect_timeout=1.0,
+                retry=Retry(NoBackoff(), 1),
+            )
+        elif isinstance(url_or_client, redis_client.Redis):
+            client = url_or_client
+        else:
+            raise ConfigurationError(
+                f"ChangeLog.redis needs a redis:// URL or a redis.Redis client, not {url_or_client!r}"
+            )
+        return cls(RedisChanges(client, prefix=prefix, lock_timeout=lock_timeout, wait_timeout=wait_timeout))
 
     def record(self, seen: Seen, *, pages: int | None, at: float) -> Recorded:
         """Record one page rendered completely (`ledger.record`): its changes, reported once."""

@@ -1,4 +1,4 @@
-"""The change log's one algorithm (`changes.ledger.record`) over the SQLite backend.
+"""The change log's one algorithm (`changes.ledger.record`) over each backend (SQLite, Redis).
 
 Pages are rendered by the real renderer (`PageWriter`), so the log reads exactly what
 crawlers read; sections here are lists of pages, each a list of (path, lastmod).
@@ -7,8 +7,7 @@ crawlers read; sections here are lists of pages, each a list of (path, lastmod).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -50,8 +49,8 @@ def kinds(changes: Sequence[Change]) -> set[tuple[str, str]]:
 
 
 @pytest.fixture
-def log(tmp_path: Path) -> ChangeLog:
-    return ChangeLog.sqlite(tmp_path / "changes.sqlite3")
+def log(reopen: Callable[[], ChangeLog]) -> ChangeLog:
+    return reopen()
 
 
 def test_a_page_reads_back_as_its_locs_and_fingerprints() -> None:
@@ -120,11 +119,10 @@ def test_without_a_known_plan_no_pass_ends(log: ChangeLog) -> None:
     assert kinds(recorded.changes) == {("added", "/c")} and not recorded.completed
 
 
-def test_a_restart_on_the_same_file_reports_nothing_twice(tmp_path: Path) -> None:
-    path = tmp_path / "changes.sqlite3"
-    render(ChangeLog.sqlite(path), [["/a", "/b"]], at=1000.0)
-    render(ChangeLog.sqlite(path), [["/a", "/c"]], at=2000.0)
-    again = ChangeLog.sqlite(path)
+def test_a_restart_on_the_same_log_reports_nothing_twice(reopen: Callable[[], ChangeLog]) -> None:
+    render(reopen(), [["/a", "/b"]], at=1000.0)
+    render(reopen(), [["/a", "/c"]], at=2000.0)
+    again = reopen()
     assert render(again, [["/a", "/c"]], at=3000.0) == []
     assert kinds(again.since()) == {("added", "/c"), ("removed", "/b")}
 

@@ -3,7 +3,7 @@ by one holder at a time; a delivery not acknowledged is delivered again, and not
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
@@ -14,8 +14,9 @@ from .test_ledger import render
 
 
 @pytest.fixture
-def log(tmp_path: Path) -> ChangeLog:
-    log = ChangeLog.sqlite(tmp_path / "changes.sqlite3")
+def log(reopen: Callable[[], ChangeLog]) -> ChangeLog:
+    """A baselined log, on each backend (`conftest.reopen`)."""
+    log = reopen()
     render(log, [["/a"]], at=1000.0)  # the baseline
     return log
 
@@ -49,20 +50,21 @@ def test_a_delivery_is_leased_to_one_holder_and_released_to_the_next(log: Change
     assert log.acknowledge(again)
 
 
-def test_an_expired_lease_is_taken_over_and_a_restart_sends_nothing_answered(tmp_path: Path) -> None:
-    path = tmp_path / "changes.sqlite3"
-    log = ChangeLog.sqlite(path)
+def test_an_expired_lease_is_taken_over_and_a_restart_sends_nothing_answered(
+    reopen: Callable[[], ChangeLog],
+) -> None:
+    log = reopen()
     render(log, [["/a"]], at=1000.0)
     log.subscribe("hook")
     render(log, [["/a", "/1"]], at=2000.0)
     assert log.claim("hook", "crashed", lease=-1.0) is not None  # its holder died mid-delivery
-    restarted = ChangeLog.sqlite(path)
+    restarted = reopen()
     restarted.subscribe("hook")  # a consumer keeps its cursor
     delivery = restarted.claim("hook", "worker-2")
     assert delivery is not None and paths(delivery) == ["/1"]
     assert restarted.acknowledge(delivery)
     render(restarted, [["/a", "/1", "/2"]], at=3000.0)
-    assert paths(ChangeLog.sqlite(path).claim("hook", "worker-3")) == ["/2"]
+    assert paths(reopen().claim("hook", "worker-3")) == ["/2"]
 
 
 def test_a_claim_is_at_most_its_limit_and_only_of_its_scope(log: ChangeLog) -> None:

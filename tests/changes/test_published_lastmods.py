@@ -7,9 +7,8 @@ rendered here for real, so a form that put its lastmod elsewhere would fail.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -78,9 +77,11 @@ def published(log: ChangeLog) -> dict[tuple[str, str], str | None]:
 
 
 @pytest.mark.parametrize("form", list(FORMS))
-def test_a_changed_url_carries_the_lastmod_its_page_published(tmp_path: Path, form: str) -> None:
+def test_a_changed_url_carries_the_lastmod_its_page_published(
+    reopen: Callable[[], ChangeLog], form: str
+) -> None:
     make, options = FORMS[form]
-    log = ChangeLog.sqlite(tmp_path / "changes.sqlite3")
+    log = reopen()  # on each backend (`conftest.reopen`)
     rows = Rows(make, {"/a": BEFORE, "/b": BEFORE, "/c": BEFORE})
     sitemaps = Sitemaps(base_url=BASE, page_size=2, changes=log, clock=lambda: NOW)
     sitemaps.add_provider("pages", rows, **options)
@@ -101,16 +102,15 @@ def test_a_changed_url_carries_the_lastmod_its_page_published(tmp_path: Path, fo
     }
 
 
-def test_a_lastmod_is_kept_across_a_restart_on_the_same_log(tmp_path: Path) -> None:
-    path = tmp_path / "changes.sqlite3"
+def test_a_lastmod_is_kept_across_a_restart_on_the_same_log(reopen: Callable[[], ChangeLog]) -> None:
     rows = Rows(plain, {"/a": BEFORE})
 
     def site() -> Sitemaps:
-        sitemaps = Sitemaps(base_url=BASE, changes=ChangeLog.sqlite(path), clock=lambda: NOW)
+        sitemaps = Sitemaps(base_url=BASE, changes=reopen(), clock=lambda: NOW)
         sitemaps.add_provider("pages", rows)
         return sitemaps
 
     site().refresh()
     rows.rows["/a"] = AFTER
     site().refresh()
-    assert published(ChangeLog.sqlite(path)) == {("changed", "/a"): AFTER}
+    assert published(reopen()) == {("changed", "/a"): AFTER}

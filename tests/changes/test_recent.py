@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -77,8 +76,9 @@ def moment(text: str | None) -> datetime | None:
 
 
 @pytest.fixture
-def log(tmp_path: Path) -> ChangeLog:
-    return ChangeLog.sqlite(tmp_path / "changes.sqlite3")
+def log(reopen: Callable[[], ChangeLog]) -> ChangeLog:
+    """On each backend (`conftest.reopen`)."""
+    return reopen()
 
 
 @pytest.fixture
