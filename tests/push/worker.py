@@ -1,8 +1,8 @@
-"""A worker process for the crash test: ``python -m tests.push.worker LOG ENGINE PATHS``.
+"""A worker process for the crash and fleet tests: ``python -m tests.push.worker LOG ENGINE PATHS``.
 
 It builds the push tests' shop over the paths in the file PATHS, refreshes it (recording
-what changed in the log at LOG), and waits while its push thread POSTs to ENGINE, until
-it is killed.
+what changed in the log at LOG: a SQLite file, or a ``redis://`` URL shared by a fleet),
+and waits while its push thread POSTs to ENGINE, until it is killed.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ TIMEOUT = 2.5  # seconds a POST may take: longer than the test takes to kill the
 def shop(log: str, engine: str, shelf: Shelf) -> Sitemaps:
     target = IndexNow(key=KEY, endpoint=engine, timeout=TIMEOUT)
     push = Push([target], lease=LEASE, poll=POLL)
-    sitemaps = Sitemaps(base_url=BASE, changes=ChangeLog.sqlite(log), push=push)
+    changes = ChangeLog.redis(log, prefix="fleet") if log.startswith("redis://") else ChangeLog.sqlite(log)
+    sitemaps = Sitemaps(base_url=BASE, changes=changes, push=push)
     sitemaps.add_provider("products", shelf)
     return sitemaps
 
