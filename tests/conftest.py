@@ -230,6 +230,18 @@ def _products(
     return window, lambda: total
 
 
+class Shelf:
+    """A section's rows (path -> lastmod), served in path order as a database would: edit
+    ``rows`` between renders to insert, update and delete (the change log's tests)."""
+
+    def __init__(self, count: int, *, width: int = 3) -> None:
+        self.rows: dict[str, str | None] = {f"/p/{n:0{width}d}": None for n in range(count)}
+
+    def __call__(self) -> Iterator[Url]:
+        for path in sorted(self.rows):
+            yield Url(path, lastmod=self.rows[path])
+
+
 def build(catalogue: Catalogue | None = None, **options: Any) -> tuple[Sitemaps, Catalogue]:
     """A `make_shop` of ``catalogue`` (a `Catalogue` of 5) alone, at the fixed clock `NOW`."""
     catalogue = catalogue or Catalogue()

@@ -8,17 +8,17 @@ time its change was recorded), paged, in the index and the overview, never logge
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from lxml import html
 
-from sitemap_middleware import ConfigurationError, Sitemaps, Url
+from sitemap_middleware import ConfigurationError, Sitemaps
 from sitemap_middleware.changes import ChangeLog
 
-from ..conftest import BASE, SitemapClient
+from ..conftest import BASE, Shelf, SitemapClient
 from ..servers import Server
 from ..xsd import NS, lastmods, locs, validate
 
@@ -36,17 +36,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-class Shelf:
-    """A section's rows (path -> lastmod), served in path order, as a database would."""
-
-    def __init__(self, count: int) -> None:
-        self.rows: dict[str, str | None] = {f"/p/{n:03d}": None for n in range(count)}
-
-    def __call__(self) -> Iterator[Url]:
-        for path in sorted(self.rows):
-            yield Url(path, lastmod=self.rows[path])
 
 
 def shop(log: ChangeLog, shelf: Shelf, clock: Clock, *, base_url: str = BASE, **recent: Any) -> Sitemaps:

@@ -6,30 +6,19 @@ plain section changes, and the log reports exactly the URLs added, changed and r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sitemap_middleware import Sitemaps, Url
+from sitemap_middleware import Sitemaps
 from sitemap_middleware.changes import ChangeLog
 
-from ..conftest import BASE, SitemapClient, counter
+from ..conftest import BASE, Shelf, SitemapClient, counter
 from ..servers import Server
 
 PAGE = 3  # URLs per page: every edit crosses page boundaries
-
-
-class Shelf:
-    """A section's rows (path -> lastmod), served in path order, as a database would."""
-
-    def __init__(self, count: int) -> None:
-        self.rows: dict[str, str | None] = {f"/p/{n:03d}": None for n in range(count)}
-
-    def __call__(self) -> Iterator[Url]:
-        for path in sorted(self.rows):
-            yield Url(path, lastmod=self.rows[path])
 
 
 def shop(log: ChangeLog, shelf: Shelf, **options: Any) -> Sitemaps:

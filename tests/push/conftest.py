@@ -8,25 +8,22 @@ from typing import Any
 
 import pytest
 
-from sitemap_middleware import Sitemaps, Url
+from sitemap_middleware import Sitemaps
 from sitemap_middleware.changes import ChangeLog
 from sitemap_middleware.push import Backoff, IndexNow, Push
 
 from ..conftest import BASE
+from ..conftest import Shelf as _Shelf
 from .engine import Engine, serving_engine
 
 KEY = "a1b2c3d4-e5f6-key"
 
 
-class Shelf:
-    """A section's rows (path -> lastmod), in path order, as a database would serve them."""
+class Shelf(_Shelf):
+    """The shared `Shelf`, its paths five digits wide (10,001 URLs in one change)."""
 
     def __init__(self, count: int) -> None:
-        self.rows: dict[str, str | None] = {f"/p/{n:05d}": None for n in range(count)}
-
-    def __call__(self) -> Iterator[Url]:
-        for path in sorted(self.rows):
-            yield Url(path, lastmod=self.rows[path])
+        super().__init__(count, width=5)
 
 
 @pytest.fixture

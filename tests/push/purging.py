@@ -6,14 +6,13 @@ them when the target says they were answered, else release them for the next try
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any, Protocol
 
-from sitemap_middleware import Sitemaps, Url
+from sitemap_middleware import Sitemaps
 from sitemap_middleware.changes import ChangeLog
 from sitemap_middleware.changes.model import Delivery
 
-from ..conftest import BASE
+from ..conftest import BASE, Shelf
 
 PAGE = 3  # URLs per page: a change to one row changes one page
 
@@ -27,17 +26,6 @@ class Target(Protocol):
     def consumer(self, site: str) -> str: ...
 
     def purge(self, delivery: Delivery) -> Report: ...
-
-
-class Shelf:
-    """A section's rows (path -> lastmod), served in path order, as a database would."""
-
-    def __init__(self, count: int) -> None:
-        self.rows: dict[str, str | None] = {f"/p/{n:03d}": None for n in range(count)}
-
-    def __call__(self) -> Iterator[Url]:
-        for path in sorted(self.rows):
-            yield Url(path, lastmod=self.rows[path])
 
 
 def shop(log: ChangeLog, shelf: Shelf, **options: Any) -> Sitemaps:
