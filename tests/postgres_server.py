@@ -122,3 +122,16 @@ def postgres_server() -> Iterator[str]:
             with contextlib.suppress(PostgresUnavailable, subprocess.TimeoutExpired):
                 _run([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"], owner)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def create_database(postgres_url: str, name: str) -> str:
+    """A fresh database ``name`` on the session's server; its URL for SQLAlchemy's psycopg
+    driver (each test module that needs tables of its own takes one)."""
+    from sqlalchemy import create_engine
+
+    url = postgres_url.replace("postgresql://", "postgresql+psycopg://")
+    admin = create_engine(url)
+    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        connection.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    admin.dispose()
+    return url.rsplit("/", 1)[0] + f"/{name}"

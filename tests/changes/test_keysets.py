@@ -32,6 +32,7 @@ from sitemap_middleware.changes import ChangeLog
 from sitemap_middleware.sqlalchemy import keyset
 
 from ..conftest import BASE, SitemapClient, counter
+from ..postgres_server import create_database
 
 PAGE = 4
 KEYS = [10 * n for n in range(1, 13)]  # pages of 4, from keys 10, 50 and 90
@@ -47,11 +48,7 @@ stamped = Table(
 
 @pytest.fixture(scope="module")
 def postgres_changes(postgres_url: str) -> str:
-    admin = create_engine(postgres_url.replace("postgresql://", "postgresql+psycopg://"))
-    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-        connection.exec_driver_sql("CREATE DATABASE changes")
-    admin.dispose()
-    return postgres_url.replace("postgresql://", "postgresql+psycopg://").rsplit("/", 1)[0] + "/changes"
+    return create_database(postgres_url, "changes")
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -29,6 +29,7 @@ from sitemap_middleware.sqlalchemy import keyset as sqlalchemy_keyset
 
 from ..conftest import BASE, counter
 from ..djangosite.config import configure
+from ..postgres_server import create_database
 from ..xsd import locs, validate
 
 configure()
@@ -92,11 +93,7 @@ class StampedSitemap(Sitemap):  # type: ignore[type-arg]
 
 @pytest.fixture(scope="module")
 def postgres_ranged(postgres_url: str) -> str:
-    admin = create_engine(postgres_url.replace("postgresql://", "postgresql+psycopg://"))
-    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-        connection.exec_driver_sql("CREATE DATABASE ranged")
-    admin.dispose()
-    return postgres_url.replace("postgresql://", "postgresql+psycopg://").rsplit("/", 1)[0] + "/ranged"
+    return create_database(postgres_url, "ranged")
 
 
 @pytest.fixture(

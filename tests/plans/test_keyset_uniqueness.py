@@ -40,6 +40,7 @@ from sitemap_middleware.sqlalchemy import keyset as sqlalchemy_keyset
 
 from ..conftest import BASE, counter
 from ..djangosite.config import configure
+from ..postgres_server import create_database
 
 configure()
 
@@ -82,11 +83,7 @@ def django_repeating(alias: str) -> Any:
 
 @pytest.fixture(scope="module")
 def postgres_uniqueness(postgres_url: str) -> str:
-    admin = create_engine(postgres_url.replace("postgresql://", "postgresql+psycopg://"))
-    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-        connection.exec_driver_sql("CREATE DATABASE uniqueness")
-    admin.dispose()
-    return postgres_url.replace("postgresql://", "postgresql+psycopg://").rsplit("/", 1)[0] + "/uniqueness"
+    return create_database(postgres_url, "uniqueness")
 
 
 @pytest.fixture(params=["sqlalchemy-sqlite", "sqlalchemy-postgresql", "django-sqlite", "django-postgresql"])

@@ -42,6 +42,7 @@ from sitemap_middleware.sources import PageStart
 from sitemap_middleware.sqlalchemy import keyset as sqlalchemy_keyset
 
 from ..djangosite.config import configure
+from ..postgres_server import create_database
 from ..sqlalchemy.test_keyset import recorded_statements
 
 configure()
@@ -117,11 +118,7 @@ TABLES = {"indexed": indexed, "bare": bare}
 
 @pytest.fixture(scope="module")
 def postgres_stamped(postgres_url: str) -> str:
-    admin = create_engine(postgres_url.replace("postgresql://", "postgresql+psycopg://"))
-    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-        connection.exec_driver_sql("CREATE DATABASE stamped")
-    admin.dispose()
-    return postgres_url.replace("postgresql://", "postgresql+psycopg://").rsplit("/", 1)[0] + "/stamped"
+    return create_database(postgres_url, "stamped")
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -37,6 +37,7 @@ from sitemap_middleware.sqlalchemy import keyset as sqlalchemy_keyset
 
 from ..conftest import BASE, counter, empty_tables, wait_until
 from ..djangosite.config import configure
+from ..postgres_server import create_database
 
 configure()
 
@@ -202,11 +203,7 @@ def django_slow(alias: str, database: str) -> Iterator[Slow]:
 
 @pytest.fixture(scope="module")
 def postgres_abandoned(postgres_url: str) -> str:
-    admin = create_engine(postgres_url.replace("postgresql://", "postgresql+psycopg://"))
-    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-        connection.exec_driver_sql("CREATE DATABASE abandoned")
-    admin.dispose()
-    return postgres_url.replace("postgresql://", "postgresql+psycopg://").rsplit("/", 1)[0] + "/abandoned"
+    return create_database(postgres_url, "abandoned")
 
 
 SOURCES = [

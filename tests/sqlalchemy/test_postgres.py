@@ -25,6 +25,7 @@ from sitemap_middleware.sqlalchemy import keyset
 
 from ..concurrency.test_disconnect import fetch_then_disconnect
 from ..conftest import BASE, plain_asgi_app
+from ..postgres_server import create_database
 from ..xsd import locs, validate
 from .test_keyset import (
     PAGE,
@@ -46,11 +47,7 @@ from .test_keyset import (
 @pytest.fixture(scope="module")
 def database(postgres_url: str) -> str:
     """The catalogue in a database of its own; its URL for the psycopg driver."""
-    admin = create_engine(postgres_url.replace("postgresql://", "postgresql+psycopg://"))
-    with admin.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-        connection.exec_driver_sql("CREATE DATABASE catalogue")
-    admin.dispose()
-    url = postgres_url.replace("postgresql://", "postgresql+psycopg://").rsplit("/", 1)[0] + "/catalogue"
+    url = create_database(postgres_url, "catalogue")
     engine = create_engine(url)
     Base.metadata.create_all(engine)
     with engine.begin() as connection:
