@@ -6,13 +6,13 @@ plain section changes, and the log reports exactly the URLs added, changed and r
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sitemap_middleware import Sitemaps
+from sitemap_middleware import Sitemaps, Url
 from sitemap_middleware.changes import ChangeLog
 
 from ..conftest import BASE, Shelf, SitemapClient, counter
@@ -190,3 +190,46 @@ def test_changes_since_needs_an_aware_datetime(log: ChangeLog) -> None:
 
     with pytest.raises(ConfigurationError, match="aware"):
         log.since(datetime(2026, 12, 1))
+
+
+def test_a_refresh_and_a_crawler_asking_at_once_render_the_page_once(
+    log: ChangeLog, make_client: Callable[..., SitemapClient]
+) -> None:
+    import threading
+
+    from ..conftest import wait_until
+
+    shelf = Shelf(PAGE)  # one page
+    calls: list[int] = []
+    gate = threading.Event()
+
+    def provider() -> Iterator[Url]:
+        calls.append(len(calls))
+        if len(calls) == 2:  # the page's render (the first call planned the section)
+            assert gate.wait(10), "the crawler never joined the render"
+        yield from shelf()
+
+    sitemaps = Sitemaps(base_url=BASE, page_size=PAGE, changes=log)
+    sitemaps.add_provider("products", provider)
+    client = make_client(sitemaps)
+    refreshing = threading.Thread(target=sitemaps.refresh)
+    refreshing.start()
+    try:
+        wait_until(lambda: len(calls) == 2, "the refresh renders page 1")
+        crawler: list[int] = []
+        asking = threading.Thread(target=lambda: crawler.append(client.get("/sitemap-products-1.xml").status))
+        asking.start()
+        wait_until(
+            lambda: (
+                counter(sitemaps, "products", "flight_waits")
+                + counter(sitemaps, "products", "joined_renders")
+            ),
+            "the crawler joins the refresh's render",
+        )
+        gate.set()
+        asking.join(10)
+    finally:
+        gate.set()
+        refreshing.join(10)
+    assert crawler == [200]
+    assert len(calls) == 2  # planned once, page 1 rendered once
