@@ -39,6 +39,7 @@ and `time_zones` (Django's naive datetimes as instants).
 from __future__ import annotations
 
 from sitemap_middleware.django.contrib_sitemaps import SitemapSource, from_sitemap
+from sitemap_middleware.django.middleware import SitemapMiddleware
 from sitemap_middleware.django.querysets import KeysetSource, keyset
 
-__all__ = ["KeysetSource", "SitemapSource", "from_sitemap", "keyset"]
+__all__ = ["KeysetSource", "SitemapMiddleware", "SitemapSource", "from_sitemap", "keyset"]
