@@ -34,7 +34,7 @@ def validate(arguments: Sequence[str], *, out: TextIO, err: TextIO) -> int:
 
 def export(sitemaps: Sitemaps, folder: Path, *, gzip: bool, out: TextIO, err: TextIO) -> int:
     """``sitemap-middleware export`` of ``sitemaps``, into ``folder``."""
-    return cli.export(sitemaps, folder, gzip=gzip, out=out, err=err)
+    return cli.export_sitemaps(sitemaps, folder, gzip=gzip, out=out, err=err)
 
 
 def refresh(sitemaps: Sitemaps, section: str | None, *, out: TextIO, err: TextIO) -> int:

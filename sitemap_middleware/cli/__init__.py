@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:
     from ..sitemaps import Sitemaps
 
-__all__ = ["export", "main"]
+__all__ = ["export_sitemaps", "main"]
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_ERROR = 0, 1, 2
 
@@ -153,10 +153,10 @@ def _export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not isinstance(sitemaps, Sitemaps):
         print(f"sitemap-middleware: {args.sitemaps} is a {type(sitemaps).__name__}, not a Sitemaps", file=err)
         return EXIT_ERROR
-    return export(sitemaps, args.out, gzip=args.gzip, out=out, err=err)
+    return export_sitemaps(sitemaps, args.out, gzip=args.gzip, out=out, err=err)
 
 
-def export(sitemaps: Sitemaps, folder: Path, *, gzip: bool = False, out: TextIO, err: TextIO) -> int:
+def export_sitemaps(sitemaps: Sitemaps, folder: Path, *, gzip: bool = False, out: TextIO, err: TextIO) -> int:
     """``export`` of a `Sitemaps` already at hand (``manage.py sitemaps``, ``flask sitemaps``):
     the same files, messages and exit codes."""
     from .export import ExportError, ExportInterrupted, export_tree
