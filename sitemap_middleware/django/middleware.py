@@ -85,7 +85,10 @@ class SitemapMiddleware:
 
     async def __acall__(self, request: HttpRequest) -> Any:
         scope = request.scope  # type: ignore[attr-defined]  # an ASGIRequest's
-        if self._gateway.match(scope["method"], route_path(scope["path"], scope.get("root_path", ""))) is None:
+        if (
+            self._gateway.match(scope["method"], route_path(scope["path"], scope.get("root_path", "")))
+            is None
+        ):
             return await self.get_response(request)
         body = _Body()
         task = body.start(self._asgi, {**scope, _REQUEST: request})
@@ -116,7 +119,10 @@ class SitemapMiddleware:
                 body = b"".join(response)  # type: ignore[arg-type]
         finally:
             response.close()
-        raw = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in _header_list(response)]
+        raw = [
+            (name.lower().encode("latin-1"), value.encode("latin-1"))
+            for name, value in _header_list(response)
+        ]
         await send({"type": "http.response.start", "status": response.status_code, "headers": raw})
         await send({"type": "http.response.body", "body": body})
 
@@ -133,11 +139,15 @@ class _Body:
         self._loop = asyncio.get_running_loop()
         self._task: asyncio.Future[None] | None = None
 
-    def start(self, app: Callable[[Any, Receive, Send], Any], scope: MutableMapping[str, Any]) -> asyncio.Task[None]:
+    def start(
+        self, app: Callable[[Any, Receive, Send], Any], scope: MutableMapping[str, Any]
+    ) -> asyncio.Task[None]:
         self._task = asyncio.ensure_future(self._answer(app, scope))
         return self._task
 
-    async def _answer(self, app: Callable[[Any, Receive, Send], Any], scope: MutableMapping[str, Any]) -> None:
+    async def _answer(
+        self, app: Callable[[Any, Receive, Send], Any], scope: MutableMapping[str, Any]
+    ) -> None:
         try:
             await app(scope, self._receive, self.messages.put)
         except Exception as error:  # to the response's reader: an aborted page

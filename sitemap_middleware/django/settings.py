@@ -25,7 +25,8 @@ def configured_sitemaps() -> Sitemaps:
         return path
     if not isinstance(path, str) or "." not in path:
         raise ConfigurationError(
-            f'settings.SITEMAPS must be the dotted path to a Sitemaps ("myproject.sitemaps.sitemaps"), not {path!r}'
+            "settings.SITEMAPS must be the dotted path to a Sitemaps "
+            f'("myproject.sitemaps.sitemaps"), not {path!r}'
         )
     try:
         found = import_string(path)

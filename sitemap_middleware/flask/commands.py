@@ -48,7 +48,9 @@ def validate(arguments: tuple[str, ...]) -> None:
 @click.option("--gzip", is_flag=True, help="Also write each file's .gz.")
 def export(out: Path, gzip: bool) -> None:
     """Write every index and page as static files."""
-    click.get_current_context().exit(commands.export(_sitemaps(), out, gzip=gzip, out=sys.stdout, err=sys.stderr))
+    click.get_current_context().exit(
+        commands.export(_sitemaps(), out, gzip=gzip, out=sys.stdout, err=sys.stderr)
+    )
 
 
 @group.command()

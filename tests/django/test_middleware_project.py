@@ -31,7 +31,9 @@ pytestmark = pytest.mark.server
 REPO = Path(__file__).resolve().parents[2]
 
 NATIVE = {
-    **{name: text for name, text in PROJECT.items() if name not in ("myproject/wsgi.py", "myproject/asgi.py")},
+    **{
+        name: text for name, text in PROJECT.items() if name not in ("myproject/wsgi.py", "myproject/asgi.py")
+    },
     "myproject/settings.py": """
         import os
 
@@ -100,7 +102,9 @@ class Project:
 
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
         command = [sys.executable, "manage.py", *args]
-        return subprocess.run(command, cwd=self.home, env=self.env, capture_output=True, text=True, timeout=TIMEOUT)
+        return subprocess.run(
+            command, cwd=self.home, env=self.env, capture_output=True, text=True, timeout=TIMEOUT
+        )
 
     def manage(self, *args: str) -> str:
         done = self.run(*args)
@@ -127,7 +131,9 @@ def _database(request: pytest.FixtureRequest, project: Path, name: str) -> dict[
     import psycopg
 
     url = urlsplit(request.getfixturevalue("postgres_url"))
-    with psycopg.connect(f"host={url.hostname} port={url.port} user=postgres dbname=postgres", autocommit=True) as db:
+    with psycopg.connect(
+        f"host={url.hostname} port={url.port} user=postgres dbname=postgres", autocommit=True
+    ) as db:
         db.execute(f'DROP DATABASE IF EXISTS "{name}"')
         db.execute(f'CREATE DATABASE "{name}"')
     return {"SHOP_PG": f"{url.hostname}:{url.port}:{name}"}
@@ -145,7 +151,16 @@ def site(request: pytest.FixtureRequest, project: Path) -> Iterator[tuple[Server
     listener = socket.create_server(("127.0.0.1", 0))
     fd = listener.fileno()
     if kind.startswith("gunicorn"):
-        command = ["gunicorn", "--bind", f"fd://{fd}", "--workers", "1", "--threads", "4", "myproject.wsgi:application"]
+        command = [
+            "gunicorn",
+            "--bind",
+            f"fd://{fd}",
+            "--workers",
+            "1",
+            "--threads",
+            "4",
+            "myproject.wsgi:application",
+        ]
     else:
         command = ["uvicorn", "--fd", str(fd), "--log-level", "warning", "myproject.asgi:application"]
     server = subprocess.Popen(
@@ -187,7 +202,9 @@ def test_a_page_streams_as_the_adapters_answer_it(site):
     assert got.status == 200
     assert got.headers["Content-Encoding"] == "gzip"
     assert "https://shop.example/p/alpha/" in locs(validate(gzip.decompress(got.body)))
-    again = server.get("/sitemap-products-1.xml", {"Accept-Encoding": "gzip", "If-None-Match": got.headers["ETag"]})
+    again = server.get(
+        "/sitemap-products-1.xml", {"Accept-Encoding": "gzip", "If-None-Match": got.headers["ETag"]}
+    )
     assert again.status == 304
     assert "Content-Type" not in again.headers
 
@@ -210,7 +227,11 @@ def test_manage_py_sitemaps_export_validate_and_refresh(site, tmp_path):
     assert written.startswith("wrote ")
     assert (tmp_path / "public" / "sitemap-index.xml").is_file()
     checked = shop.manage(
-        "sitemaps", "validate", str(tmp_path / "public" / "sitemap-index.xml"), "--base-url", "https://shop.example/"
+        "sitemaps",
+        "validate",
+        str(tmp_path / "public" / "sitemap-index.xml"),
+        "--base-url",
+        "https://shop.example/",
     )
     assert "0 problems" in checked
     live = shop.run("sitemaps", "validate", f"http://127.0.0.1:{server.port}/robots.txt")

@@ -68,7 +68,9 @@ def test_init_app_serves_the_tree_in_front_of_the_app_and_leaves_its_routes():
     with werkzeug_serving(app) as port:
         server = Server(port, "flask")
         index = validate(server.fetch("/sitemap-index.xml"))
-        assert [loc.rsplit("/", 1)[1] for loc in locs(index)] == [f"sitemap-products-{n}.xml" for n in (1, 2, 3)]
+        assert [loc.rsplit("/", 1)[1] for loc in locs(index)] == [
+            f"sitemap-products-{n}.xml" for n in (1, 2, 3)
+        ]
         assert locs(validate(server.fetch("/sitemap-products-3.xml"))) == [f"{BASE}/p/4"]
         assert server.fetch("/p/3") == b"product 3"
         assert server.get("/sitemap-nosuch-1.xml").status == 404
@@ -117,7 +119,16 @@ def gunicorn_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Se
         "SHOP_BASE_URL": f"http://127.0.0.1:{port}",
     }
     fd = listener.fileno()
-    command = [sys.executable, "-m", "gunicorn", "--bind", f"fd://{fd}", "--threads", "4", "shopapp:create_app()"]
+    command = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "--bind",
+        f"fd://{fd}",
+        "--threads",
+        "4",
+        "shopapp:create_app()",
+    ]
     server = subprocess.Popen(command, cwd=home, env=env, pass_fds=[fd], stderr=subprocess.PIPE)
     try:
         yield Server(port, "flask"), env, home

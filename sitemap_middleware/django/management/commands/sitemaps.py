@@ -44,7 +44,9 @@ class Command(BaseCommand):
         if action == "validate":
             code = commands.validate(options["arguments"], out=out, err=err)
         elif action == "export":
-            code = commands.export(configured_sitemaps(), options["out"], gzip=options["gzip"], out=out, err=err)
+            code = commands.export(
+                configured_sitemaps(), options["out"], gzip=options["gzip"], out=out, err=err
+            )
         else:
             code = commands.refresh(configured_sitemaps(), options["section"], out=out, err=err)
         if code:
