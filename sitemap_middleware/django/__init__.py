@@ -1,4 +1,5 @@
-"""Django: a QuerySet, or one of Django's own ``Sitemap`` classes, as a section of the sitemap.
+"""Django: a QuerySet, or one of Django's own ``Sitemap`` classes, as a section of the sitemap,
+and `SitemapMiddleware` (``MIDDLEWARE``, with ``SITEMAPS`` in settings: `middleware`).
 
 `keyset` makes a QuerySet a paged source (`sitemap_middleware.sources`): its pages are ranges
 of an ordered unique key, read with ``WHERE key >= first AND key < next ORDER BY key`` and

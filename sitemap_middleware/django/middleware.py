@@ -8,13 +8,10 @@
     ]
     SITEMAPS = "myproject.sitemaps.sitemaps"  # a Sitemaps, by its dotted path
 
-A third thin adapter (WhiteNoise's shape: one core, a WSGI face and a Django face). It
-translates only: a sync stack's request is handed to the WSGI adapter as its environ, an
-async stack's to the ASGI adapter as its scope, so both run the very policy (`gateway`,
-`flow`) they run in front of any app; what they answer becomes a `StreamingHttpResponse`,
-streamed as rendered. The app's own answer (robots.txt, which we merge into) is the rest
-of the middleware chain, ``get_response``, asked for the same request. A request for any
-other path goes to ``get_response`` as it came.
+A third thin adapter (WhiteNoise's shape), translation only: a sync stack's request goes
+to the WSGI adapter as its environ, an async stack's to the ASGI adapter as its scope (the
+same policy, `gateway` and `flow`); their answer becomes a `StreamingHttpResponse`. The
+app's own robots.txt is the rest of the chain, ``get_response``, for the same request.
 """
 
 from __future__ import annotations
@@ -41,13 +38,8 @@ _END = object()
 
 
 class SitemapMiddleware:
-    """Serves the sitemap tree of ``settings.SITEMAPS`` in front of the rest of the chain.
-
-    Sync and async capable: Django gives it the mode of the stack it sits in (a sync
-    stack under WSGI, an async one under ASGI), so neither pays for a switch. Place it
-    near the top of ``MIDDLEWARE`` (after ``SecurityMiddleware``): the middleware above
-    it sees our responses, those below it only the app's.
-    """
+    """Serves the tree of ``settings.SITEMAPS`` in front of the rest of the chain; sync and
+    async capable, so Django gives it its stack's mode (sync under WSGI, async under ASGI)."""
 
     sync_capable = True
     async_capable = True
