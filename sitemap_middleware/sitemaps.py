@@ -47,6 +47,7 @@ from .wsgi import SitemapWSGIMiddleware
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIApplication
+    from flask import Flask
 
 __all__ = ["Sitemaps"]
 
@@ -112,6 +113,7 @@ class Sitemaps(PushMethods):
     - ``push``: where the log's changes go, off every request (``[IndexNow(...)]``, a ``Push``;
       `sitemap_middleware.push`, README "Telling search engines and CDNs"), with ``on_change``.
     - ``clock``: wall clock for ``Last-Modified`` and the change log; inject a fake one in tests.
+    - ``app``: a Flask app to serve in front of at once (`init_app`).
 
     Concurrency belongs to the adapter that has it: ``sitemaps.asgi(app,
     render_threads=4, max_renders=16, send_timeout=10)`` and ``sitemaps.wsgi(app,
@@ -138,6 +140,7 @@ class Sitemaps(PushMethods):
         max_shrink: float | None = DEFAULT_MAX_SHRINK,
         push: Push | Sequence[Target] | None = None,
         clock: Callable[[], float] = time.time,
+        app: Flask | None = None,
     ) -> None:
         self.sites = Sites(base_url, hosts)
         self.site = self.sites.default
@@ -215,6 +218,8 @@ class Sitemaps(PushMethods):
             push=self._push,
         )
         self._push.bind(self)  # targets that read the tree (a purge's index cutting)
+        if app is not None:
+            self.init_app(app)
 
     @property
     def sections(self) -> tuple[str, ...]:
@@ -367,6 +372,12 @@ class Sitemaps(PushMethods):
         if self.changes is not None:
             self.changes.flush()  # what it rendered is recorded when it returns
         return refreshed
+
+    def init_app(self, app: Flask, *, helper_threads: int = 0) -> None:
+        """Serve in front of the Flask ``app``, and add ``flask sitemaps`` (`sitemap_middleware.flask`)."""
+        from .flask import init_app
+
+        init_app(self, app, helper_threads=helper_threads)
 
     def wsgi(self, app: WSGIApplication, *, helper_threads: int = 0) -> SitemapWSGIMiddleware:
         """Wrap a WSGI app; every request that is not ours reaches it untouched.

@@ -36,7 +36,14 @@ def test_documented_names_are_exported() -> None:
 
 # The integrations' public paths, as README.md imports them: the packages' modules may move.
 INTEGRATIONS = {
-    "sitemap_middleware.django": ["KeysetSource", "SitemapSource", "from_sitemap", "keyset"],
+    "sitemap_middleware.django": [
+        "KeysetSource",
+        "SitemapMiddleware",
+        "SitemapSource",
+        "from_sitemap",
+        "keyset",
+    ],
+    "sitemap_middleware.flask": ["EXTENSION", "init_app"],
     "sitemap_middleware.push": [
         "Backoff",
         "CloudflarePurge",

@@ -23,9 +23,12 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-__all__ = ["main"]
+if TYPE_CHECKING:
+    from ..sitemaps import Sitemaps
+
+__all__ = ["export_sitemaps", "main"]
 
 EXIT_CLEAN, EXIT_PROBLEMS, EXIT_ERROR = 0, 1, 2
 
@@ -140,8 +143,6 @@ def _validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from ..sitemaps import Sitemaps
-    from .export import ExportError, ExportInterrupted, export_tree
-    from .progress import Progress
 
     module_name, _, attribute = args.sitemaps.partition(":")
     try:
@@ -152,11 +153,20 @@ def _export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not isinstance(sitemaps, Sitemaps):
         print(f"sitemap-middleware: {args.sitemaps} is a {type(sitemaps).__name__}, not a Sitemaps", file=err)
         return EXIT_ERROR
+    return export_sitemaps(sitemaps, args.out, gzip=args.gzip, out=out, err=err)
+
+
+def export_sitemaps(sitemaps: Sitemaps, folder: Path, *, gzip: bool = False, out: TextIO, err: TextIO) -> int:
+    """``export`` of a `Sitemaps` already at hand (``manage.py sitemaps``, ``flask sitemaps``):
+    the same files, messages and exit codes."""
+    from .export import ExportError, ExportInterrupted, export_tree
+    from .progress import Progress
+
     progress = Progress(err)
     with _terminate_interrupts(), _logs_held() as logged:
         try:
             written = export_tree(
-                sitemaps, args.out, gzip=args.gzip, progress=progress.exported if progress.live else None
+                sitemaps, folder, gzip=gzip, progress=progress.exported if progress.live else None
             )
         except ExportError as error:
             progress.done()
@@ -167,12 +177,12 @@ def _export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             stopped = error if isinstance(error, ExportInterrupted) else ExportInterrupted(signal.SIGINT)
             name = signal.Signals(stopped.signum).name
             state = "the new tree was already in place" if stopped.replaced else "left as it was"
-            print(f"sitemap-middleware: export interrupted by {name}: {args.out} {state}", file=err)
+            print(f"sitemap-middleware: export interrupted by {name}: {folder} {state}", file=err)
             return 128 + stopped.signum  # the shell's status for a command a signal stopped
     progress.done()
     for message in logged:
         print(f"sitemap-middleware: warning: {message}", file=err)
-    print(f"wrote {len(written):,} files to {args.out}", file=out)
+    print(f"wrote {len(written):,} files to {folder}", file=out)
     return EXIT_CLEAN
 
 

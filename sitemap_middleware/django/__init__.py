@@ -1,4 +1,5 @@
-"""Django: a QuerySet, or one of Django's own ``Sitemap`` classes, as a section of the sitemap.
+"""Django: a QuerySet, or one of Django's own ``Sitemap`` classes, as a section of the sitemap,
+and `SitemapMiddleware` (``MIDDLEWARE``, with ``SITEMAPS`` in settings: `middleware`).
 
 `keyset` makes a QuerySet a paged source (`sitemap_middleware.sources`): its pages are ranges
 of an ordered unique key, read with ``WHERE key >= first AND key < next ORDER BY key`` and
@@ -39,6 +40,7 @@ and `time_zones` (Django's naive datetimes as instants).
 from __future__ import annotations
 
 from sitemap_middleware.django.contrib_sitemaps import SitemapSource, from_sitemap
+from sitemap_middleware.django.middleware import SitemapMiddleware
 from sitemap_middleware.django.querysets import KeysetSource, keyset
 
-__all__ = ["KeysetSource", "SitemapSource", "from_sitemap", "keyset"]
+__all__ = ["KeysetSource", "SitemapMiddleware", "SitemapSource", "from_sitemap", "keyset"]
