@@ -13,13 +13,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import Protocol, TextIO
 
 from . import cli
+from .cli.export import Tree
 from .errors import SitemapError
+from .refresh import Refreshed
 
-if TYPE_CHECKING:
-    from .sitemaps import Sitemaps
+
+class Sitemaps(Tree, Protocol):
+    """What the commands need of a `Sitemaps` (asked, so the framework faces import none)."""
+
+    def refresh(self, section: str | None = None) -> Refreshed: ...
+
 
 __all__ = ["export", "refresh", "validate"]
 

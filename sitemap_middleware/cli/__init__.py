@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from ..sitemaps import Sitemaps
+    from .export import Tree
 
 __all__ = ["export_sitemaps", "main"]
 
@@ -142,7 +142,7 @@ def _validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from ..sitemaps import Sitemaps
+    from .export import Tree
 
     module_name, _, attribute = args.sitemaps.partition(":")
     try:
@@ -150,13 +150,13 @@ def _export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except (ImportError, AttributeError) as error:
         print(f"sitemap-middleware: cannot load {args.sitemaps}: {error}", file=err)
         return EXIT_ERROR
-    if not isinstance(sitemaps, Sitemaps):
+    if not isinstance(sitemaps, Tree):
         print(f"sitemap-middleware: {args.sitemaps} is a {type(sitemaps).__name__}, not a Sitemaps", file=err)
         return EXIT_ERROR
     return export_sitemaps(sitemaps, args.out, gzip=args.gzip, out=out, err=err)
 
 
-def export_sitemaps(sitemaps: Sitemaps, folder: Path, *, gzip: bool = False, out: TextIO, err: TextIO) -> int:
+def export_sitemaps(sitemaps: Tree, folder: Path, *, gzip: bool = False, out: TextIO, err: TextIO) -> int:
     """``export`` of a `Sitemaps` already at hand (``manage.py sitemaps``, ``flask sitemaps``):
     the same files, messages and exit codes."""
     from .export import ExportError, ExportInterrupted, export_tree

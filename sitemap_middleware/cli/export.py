@@ -25,18 +25,31 @@ import zlib
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from lxml import etree
 from werkzeug.test import Client
 
 from ..protocol.render import MAX_BYTES, SITEMAP_NS
-from ..sitemaps import Sitemaps
+from ..protocol.uris import Site
 from ..web.rules import INDEX_PATH, match_route
 from .staging import MoveFailed, Staging
 
 if TYPE_CHECKING:
     from lxml.etree import ParserTarget
+
+
+@runtime_checkable
+class Tree(Protocol):
+    """What an export needs of a `Sitemaps` (asked, so the command line imports no `Sitemaps`)."""
+
+    site: Site
+
+    @property
+    def sections(self) -> tuple[str, ...]: ...
+
+    def wsgi(self, app: Any, *, helper_threads: int = 0) -> Any: ...
+
 
 __all__ = ["ExportError", "ExportInterrupted", "export_tree", "is_ours", "log_messages"]
 
@@ -69,7 +82,7 @@ class _Unusable(Exception):
 
 
 def export_tree(
-    sitemaps: Sitemaps,
+    sitemaps: Tree,
     out: Path,
     *,
     gzip: bool = False,
@@ -115,7 +128,7 @@ class _Tree:
 
     def __init__(
         self,
-        sitemaps: Sitemaps,
+        sitemaps: Tree,
         staging: Staging,
         *,
         gzip: bool,

@@ -108,7 +108,7 @@ class SitemapMiddleware:
             if getattr(response, "is_async", False):
                 body = b"".join([bytes(chunk) async for chunk in response])  # type: ignore[attr-defined]
             else:
-                body = b"".join(response)  # type: ignore[arg-type]
+                body = b"".join(response)
         finally:
             response.close()
         raw = [

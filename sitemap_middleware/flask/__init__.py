@@ -17,17 +17,15 @@ the ``sitemaps`` command group to ``app.cli`` (`commands`). Flask is an extra
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ConfigurationError
+from .extension import EXTENSION
 
 if TYPE_CHECKING:
     from flask import Flask
 
 __all__ = ["EXTENSION", "init_app"]
-
-EXTENSION = "sitemaps"  # the key in app.extensions
 
 
 class Wrapping(Protocol):
@@ -42,9 +40,8 @@ def init_app(sitemaps: Wrapping, app: Flask, *, helper_threads: int = 0) -> None
     ``helper_threads``: see `SitemapWSGIMiddleware`. An app has one `Sitemaps`: a second
     ``init_app`` on it raises `ConfigurationError` (it would wrap the app twice).
     """
-    # By name: the commands reach the command line, which imports `Sitemaps`, and `Sitemaps`
-    # imports this module (its ``init_app``): an import statement would close that loop.
-    group = importlib.import_module(f"{__name__}.commands").group
+    from .commands import group  # click, from Flask: only once an app asks
+
     if EXTENSION in app.extensions:
         raise ConfigurationError(f"the Flask app {app.name!r} already has its Sitemaps (init_app ran on it)")
     app.extensions[EXTENSION] = sitemaps

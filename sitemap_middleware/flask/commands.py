@@ -20,9 +20,10 @@ from flask import current_app
 from flask.cli import AppGroup
 
 from .. import commands
+from .extension import EXTENSION
 
 if TYPE_CHECKING:
-    from ..sitemaps import Sitemaps
+    from ..commands import Sitemaps
 
 __all__ = ["group"]
 
@@ -30,8 +31,6 @@ group = AppGroup("sitemaps", help="Check the sitemap tree, write it as static fi
 
 
 def _sitemaps() -> Sitemaps:
-    from . import EXTENSION
-
     found: Sitemaps = current_app.extensions[EXTENSION]
     return found
 
