@@ -15,7 +15,6 @@ and 128 + the signal after SIGINT (130) or SIGTERM (143).
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import signal
 import sys
@@ -77,6 +76,12 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument(
         "sitemaps", metavar="MODULE:ATTR", help="where the Sitemaps object is, e.g. shop.sitemaps:sitemaps"
     )
+    export.add_argument(
+        "--app-dir",
+        type=_folder,
+        metavar="DIR",
+        help="the folder to find MODULE in (default: the current folder), as uvicorn's --app-dir",
+    )
     export.add_argument("--out", type=Path, required=True, help="the folder to write into")
     export.add_argument("--gzip", action="store_true", help="also write each file's .gz")
     return parser
@@ -89,6 +94,13 @@ def _http_url(text: str) -> str:
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
         raise argparse.ArgumentTypeError(f"not an http(s) URL: {text!r}")
     return text
+
+
+def _folder(text: str) -> Path:
+    path = Path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"not a folder: {text!r}")
+    return path
 
 
 def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
@@ -141,13 +153,13 @@ def _validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from ..sitemaps import Sitemaps
     from .export import ExportError, ExportInterrupted, export_tree
+    from .loading import LoadError, load
     from .progress import Progress
 
-    module_name, _, attribute = args.sitemaps.partition(":")
     try:
-        sitemaps = getattr(importlib.import_module(module_name), attribute or "sitemaps")
-    except (ImportError, AttributeError) as error:
-        print(f"sitemap-middleware: cannot load {args.sitemaps}: {error}", file=err)
+        sitemaps = load(args.sitemaps, app_dir=args.app_dir)
+    except LoadError as error:
+        print(f"sitemap-middleware: {error}", file=err)
         return EXIT_ERROR
     if not isinstance(sitemaps, Sitemaps):
         print(f"sitemap-middleware: {args.sitemaps} is a {type(sitemaps).__name__}, not a Sitemaps", file=err)
