@@ -22,7 +22,10 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from .origins import Mapping
 
 __all__ = ["main"]
 
@@ -32,8 +35,16 @@ EXIT_CLEAN, EXIT_PROBLEMS, EXIT_ERROR = 0, 1, 2
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     if args.command == "validate":
+        from ..errors import ConfigurationError
+        from .origins import OriginMap
+
+        try:
+            args.origins = OriginMap(args.map_origin)
+        except ConfigurationError as error:
+            parser.error(f"argument --map-origin: {error}")  # exits 2, as any other usage error
         return _validate(args, out, err)
     return _export(args, out, err)
 
@@ -50,6 +61,15 @@ def _parser() -> argparse.ArgumentParser:
         "--base-url",
         type=_http_url,
         help="where a local file is served (for the host and directory rules)",
+    )
+    validate.add_argument(
+        "--map-origin",
+        type=_mapping,
+        action="append",
+        default=[],
+        metavar="PUBLIC=LOCAL",
+        help="fetch every URL under the origin PUBLIC from LOCAL, and report it as PUBLIC "
+        "(e.g. https://shop.example=http://127.0.0.1:8000; repeatable)",
     )
     validate.add_argument(
         "--document-timeout",
@@ -96,6 +116,16 @@ def _http_url(text: str) -> str:
     return text
 
 
+def _mapping(text: str) -> Mapping:
+    from ..errors import ConfigurationError
+    from .origins import parse_mapping
+
+    try:
+        return parse_mapping(text)
+    except ConfigurationError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def _folder(text: str) -> Path:
     path = Path(text)
     if not path.is_dir():
@@ -137,6 +167,7 @@ def _validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         limits=Limits(timeout=args.document_timeout),
         run_timeout=args.run_timeout,
         concurrency=args.concurrency,
+        origins=args.origins,
     )
     summary = checker.check(args.target)
     progress.done()

@@ -31,6 +31,7 @@ from itertools import islice
 from ..errors import ConfigurationError
 from .document import MAX_SHOWN, Findings, Job, Listing, Problem, Rules, check_document
 from .fetch import Deadline, Fetcher, FetchError, Limits, is_url
+from .origins import OriginMap
 from .schemas import Schemas
 from .values import split
 
@@ -62,6 +63,8 @@ class Checker:
     - ``limits``: what reading one document may take (`Limits`: size, seconds, redirects).
     - ``run_timeout``: seconds for the whole run; past them nothing more is started.
     - ``concurrency``: documents read at once (threads, sharing one connection pool).
+    - ``origins``: public origins fetched from local ones (`OriginMap`, ``--map-origin``); every
+      URL, the starting target's too, is reported as public.
 
     Past the first 1,000 problems of a file, one more `Problem` says how many were not shown.
     """
@@ -74,6 +77,7 @@ class Checker:
     limits: Limits = field(default_factory=Limits)
     run_timeout: float = 3600.0
     concurrency: int = 8
+    origins: OriginMap = field(default_factory=OriginMap)
     summary: Summary = field(default_factory=Summary)
     _fingerprints: set[bytes] = field(default_factory=set)
 
@@ -93,6 +97,7 @@ class Checker:
     def check(self, target: str) -> Summary:
         """Check ``target`` and everything it leads to."""
         run = Deadline.after(self.run_timeout, "the run's deadline")
+        target = self.origins.public(target) if is_url(target) else target
         rules = Rules(self.schemas, self.base_url, self.now)
         seen = {_key(target)}
         # In report order: an index's children go in right after it, before its later siblings
@@ -101,7 +106,7 @@ class Checker:
         ahead, reading, unchecked = _AHEAD * self.concurrency, 0, 0
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="sitemap-validate")
         try:
-            with Fetcher(self.limits, connections=self.concurrency) as fetcher:
+            with Fetcher(self.limits, connections=self.concurrency, origins=self.origins) as fetcher:
 
                 def start(job: Job, findings: Findings) -> Future[None]:
                     return pool.submit(_read, fetcher, job, findings, rules, run)
