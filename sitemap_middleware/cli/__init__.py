@@ -72,6 +72,19 @@ def _parser() -> argparse.ArgumentParser:
         "(e.g. https://shop.example=http://127.0.0.1:8000; repeatable)",
     )
     validate.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text (LOCATION:LINE: message) or json (JSON Lines, the summary last) (default: %(default)s)",
+    )
+    validate.add_argument(
+        "--max-warnings",
+        type=_count,
+        default=10,
+        metavar="N",
+        help="warnings shown per kind (duplicate locs, ...); the rest are counted (default: %(default)s)",
+    )
+    validate.add_argument(
         "--document-timeout",
         type=_positive(float),
         default=120.0,
@@ -126,6 +139,16 @@ def _mapping(text: str) -> Mapping:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+    return value
+
+
 def _folder(text: str) -> Path:
     path = Path(text)
     if not path.is_dir():
@@ -147,7 +170,9 @@ def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
 
 
 def _validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .fetch import is_url
     from .progress import Progress
+    from .report import FORMATS, Reporter
     from .schemas import SchemaError, Schemas
     from .validate import Checker, Limits
 
@@ -159,8 +184,10 @@ def _validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             print(f"sitemap-middleware: {error}", file=err)
             return EXIT_ERROR
     progress = Progress(err)
+    target = args.origins.public(args.target) if is_url(args.target) else args.target
+    reporter = Reporter(FORMATS[args.format](out), target=target, max_warnings=args.max_warnings)
     checker = Checker(
-        report=lambda problem: print(problem, file=out, flush=True),
+        report=reporter,
         schemas=schemas,
         base_url=args.base_url,
         progress=progress.validated if progress.live else None,
@@ -171,14 +198,9 @@ def _validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
     summary = checker.check(args.target)
     progress.done()
-    print(
-        f"checked {summary.files:,} files, {summary.urls:,} URLs: "
-        f"{summary.problems:,} problems, {summary.warnings:,} warnings",
-        file=out,
-    )
-    if summary.unreadable:
-        return EXIT_ERROR
-    return EXIT_PROBLEMS if summary.problems else EXIT_CLEAN
+    code = EXIT_ERROR if summary.unreadable else EXIT_PROBLEMS if summary.problems else EXIT_CLEAN
+    reporter.finish(summary, code)
+    return code
 
 
 def _export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
