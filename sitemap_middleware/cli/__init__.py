@@ -2,10 +2,13 @@
 
     sitemap-middleware validate https://shop.example/robots.txt --schemas ../shared/schemas
     sitemap-middleware validate public/sitemap-index.xml --base-url https://shop.example/
+    sitemap-middleware validate https://shop.example/robots.txt --map-origin https://shop.example=http://127.0.0.1:8000
     sitemap-middleware export myshop.sitemaps:sitemaps --out public --gzip
 
-``validate`` prints one line per problem, ``LOCATION:LINE: message``, then a summary;
-it exits 0 when clean, 1 when it found problems, 2 when it could not run.
+``validate`` prints one line per problem, ``LOCATION:LINE: message`` (each kind of warning
+capped by ``--max-warnings``, the rest counted: report.py), then a summary, or JSON Lines with
+``--format json``; it exits 0 when it found no errors (warnings do not count), 1 when it found
+errors, 2 when it could not run (the target unreadable, the schemas, a usage error).
 
 ``export`` is all or nothing (`export.export_tree`): it exits 0 when the new tree is in
 place, 2 when it could not be written (the folder left as it was, one line on stderr),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 
 from sitemap_middleware.cli import main
 from sitemap_middleware.cli.document import Problem
-from sitemap_middleware.cli.report import Reporter, TextFormat
+from sitemap_middleware.cli.report import KINDS, Reporter, TextFormat
 from sitemap_middleware.cli.validate import Summary
 
 from .test_cli import GOOD, SITE, index, url, urlset
@@ -226,3 +227,9 @@ def test_each_warning_kind_is_capped_alone_and_errors_never(found, cap):
     )
     counted = [line for line in lines if line.startswith("t:0: warning: ... and ")]
     assert len(counted) == sum(1 for count in warnings.values() if count > cap)
+
+
+def test_the_readme_names_every_kind():
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    kinds = readme.split("`kind` is one word a CI rule can match:", 1)[1].split("\n- ", 1)[0]
+    assert set(re.findall(r"`([a-z-]+)`", kinds)) == {kind for kind, _ in KINDS} | {"other"}
