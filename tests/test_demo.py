@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import importlib
 import io
+import os
+import re
 import shutil
 import sqlite3
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
+import venv
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from datetime import UTC, datetime
@@ -381,3 +385,53 @@ def test_the_script_builds_its_database_and_serves_on_loopback(tmp_path):
     for where in (f"{root}/sitemaps/", f"{root}/sitemap-index.xml", f"{root}/robots.txt"):
         assert where in output
     assert f"-m sitemap_middleware validate {root}/robots.txt" in output
+
+
+# -- the README's validate line, as a newcomer types it ---------------------------------------------
+
+
+def readme_validate_line() -> str:
+    """The command the README's Quick start gives to check the demo's tree."""
+    quick_start = (REPO / "README.md").read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    prose = re.sub(r"```.*?```", "", quick_start, flags=re.DOTALL)
+    [line] = [span for span in re.findall(r"`([^`]+)`", prose) if " validate http://127.0.0.1:8000/" in span]
+    return line
+
+
+def quick_start_clone(folder: Path) -> Path:
+    """A folder as the Quick start leaves a clone: the package's source at its root, and
+    ``.tox/demo``, the virtualenv ``tox -e demo`` builds (the package's dependencies and the
+    demo's, here this interpreter's, with the source taken from the clone)."""
+    folder.mkdir()
+    (folder / "sitemap_middleware").symlink_to(REPO / "sitemap_middleware")
+    environment = folder / ".tox" / "demo"
+    venv.create(environment, with_pip=False, symlinks=True)
+    [site_packages] = environment.glob("lib/python*/site-packages")
+    installed = {sysconfig.get_path("purelib"), sysconfig.get_path("platlib")}
+    (site_packages / "demo_deps.pth").write_text("\n".join(sorted(installed)) + "\n")
+    return folder
+
+
+@pytest.mark.server
+def test_the_readmes_validate_line_runs_as_written_from_the_clone(demo, database_path, tmp_path):
+    clone = quick_start_clone(tmp_path / "clone")
+    # The shell a newcomer has: no virtualenv active, `python` a bare interpreter.
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    for name in ("python", "python3"):
+        (bare / name).symlink_to(sys._base_executable)
+    port = free_port()
+    line = readme_validate_line().replace("127.0.0.1:8000", f"127.0.0.1:{port}")
+    with uvicorn_serving(make(demo, database_path, f"http://127.0.0.1:{port}").app, port=port):
+        result = subprocess.run(
+            line,
+            shell=True,
+            cwd=clone,
+            env={"PATH": os.pathsep.join([str(bare), "/usr/bin", "/bin"]), "HOME": str(tmp_path)},
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
+    assert result.returncode == 0, (line, result.stderr[-2000:])
+    files, urls = 2 + len(INDEX), len(expected_urls(database_path, f"http://127.0.0.1:{port}"))
+    assert result.stdout.splitlines() == [f"checked {files} files, {urls:,} URLs: 0 problems, 0 warnings"]

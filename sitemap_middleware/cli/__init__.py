@@ -2,10 +2,13 @@
 
     sitemap-middleware validate https://shop.example/robots.txt --schemas ../shared/schemas
     sitemap-middleware validate public/sitemap-index.xml --base-url https://shop.example/
+    sitemap-middleware validate https://shop.example/robots.txt --map-origin https://shop.example=http://127.0.0.1:8000
     sitemap-middleware export myshop.sitemaps:sitemaps --out public --gzip
 
-``validate`` prints one line per problem, ``LOCATION:LINE: message``, then a summary;
-it exits 0 when clean, 1 when it found problems, 2 when it could not run.
+``validate`` prints one line per problem, ``LOCATION:LINE: message`` (each kind of warning
+capped by ``--max-warnings``, the rest counted: report.py), then a summary, or JSON Lines with
+``--format json``; it exits 0 when it found no errors (warnings do not count), 1 when it found
+errors, 2 when it could not run (the target unreadable, the schemas, a usage error).
 
 ``export`` is all or nothing (`export.export_tree`): it exits 0 when the new tree is in
 place, 2 when it could not be written (the folder left as it was, one line on stderr),
@@ -15,7 +18,6 @@ and 128 + the signal after SIGINT (130) or SIGTERM (143).
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import signal
 import sys
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from .export import Tree
+    from .origins import Mapping
 
 __all__ = ["export_sitemaps", "main"]
 
@@ -36,8 +39,16 @@ EXIT_CLEAN, EXIT_PROBLEMS, EXIT_ERROR = 0, 1, 2
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     if args.command == "validate":
+        from ..errors import ConfigurationError
+        from .origins import OriginMap
+
+        try:
+            args.origins = OriginMap(args.map_origin)
+        except ConfigurationError as error:
+            parser.error(f"argument --map-origin: {error}")  # exits 2, as any other usage error
         return _validate(args, out, err)
     return _export(args, out, err)
 
@@ -54,6 +65,28 @@ def _parser() -> argparse.ArgumentParser:
         "--base-url",
         type=_http_url,
         help="where a local file is served (for the host and directory rules)",
+    )
+    validate.add_argument(
+        "--map-origin",
+        type=_mapping,
+        action="append",
+        default=[],
+        metavar="PUBLIC=LOCAL",
+        help="fetch every URL under the origin PUBLIC from LOCAL, and report it as PUBLIC "
+        "(e.g. https://shop.example=http://127.0.0.1:8000; repeatable)",
+    )
+    validate.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text (LOCATION:LINE: message) or json (JSON Lines, the summary last) (default: %(default)s)",
+    )
+    validate.add_argument(
+        "--max-warnings",
+        type=_count,
+        default=10,
+        metavar="N",
+        help="warnings shown per kind (duplicate locs, ...); the rest are counted (default: %(default)s)",
     )
     validate.add_argument(
         "--document-timeout",
@@ -80,6 +113,12 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument(
         "sitemaps", metavar="MODULE:ATTR", help="where the Sitemaps object is, e.g. shop.sitemaps:sitemaps"
     )
+    export.add_argument(
+        "--app-dir",
+        type=_folder,
+        metavar="DIR",
+        help="the folder to find MODULE in (default: the current folder), as uvicorn's --app-dir",
+    )
     export.add_argument("--out", type=Path, required=True, help="the folder to write into")
     export.add_argument("--gzip", action="store_true", help="also write each file's .gz")
     return parser
@@ -92,6 +131,33 @@ def _http_url(text: str) -> str:
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
         raise argparse.ArgumentTypeError(f"not an http(s) URL: {text!r}")
     return text
+
+
+def _mapping(text: str) -> Mapping:
+    from ..errors import ConfigurationError
+    from .origins import parse_mapping
+
+    try:
+        return parse_mapping(text)
+    except ConfigurationError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+    return value
+
+
+def _folder(text: str) -> Path:
+    path = Path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"not a folder: {text!r}")
+    return path
 
 
 def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
@@ -108,7 +174,9 @@ def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
 
 
 def _validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .fetch import is_url
     from .progress import Progress
+    from .report import FORMATS, Reporter
     from .schemas import SchemaError, Schemas
     from .validate import Checker, Limits
 
@@ -120,35 +188,33 @@ def _validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             print(f"sitemap-middleware: {error}", file=err)
             return EXIT_ERROR
     progress = Progress(err)
+    target = args.origins.public(args.target) if is_url(args.target) else args.target
+    reporter = Reporter(FORMATS[args.format](out), target=target, max_warnings=args.max_warnings)
     checker = Checker(
-        report=lambda problem: print(problem, file=out, flush=True),
+        report=reporter,
         schemas=schemas,
         base_url=args.base_url,
         progress=progress.validated if progress.live else None,
         limits=Limits(timeout=args.document_timeout),
         run_timeout=args.run_timeout,
         concurrency=args.concurrency,
+        origins=args.origins,
     )
     summary = checker.check(args.target)
     progress.done()
-    print(
-        f"checked {summary.files:,} files, {summary.urls:,} URLs: "
-        f"{summary.problems:,} problems, {summary.warnings:,} warnings",
-        file=out,
-    )
-    if summary.unreadable:
-        return EXIT_ERROR
-    return EXIT_PROBLEMS if summary.problems else EXIT_CLEAN
+    code = EXIT_ERROR if summary.unreadable else EXIT_PROBLEMS if summary.problems else EXIT_CLEAN
+    reporter.finish(summary, code)
+    return code
 
 
 def _export(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .export import Tree
+    from .loading import LoadError, load
 
-    module_name, _, attribute = args.sitemaps.partition(":")
     try:
-        sitemaps = getattr(importlib.import_module(module_name), attribute or "sitemaps")
-    except (ImportError, AttributeError) as error:
-        print(f"sitemap-middleware: cannot load {args.sitemaps}: {error}", file=err)
+        sitemaps = load(args.sitemaps, app_dir=args.app_dir)
+    except LoadError as error:
+        print(f"sitemap-middleware: {error}", file=err)
         return EXIT_ERROR
     if not isinstance(sitemaps, Tree):
         print(f"sitemap-middleware: {args.sitemaps} is a {type(sitemaps).__name__}, not a Sitemaps", file=err)

@@ -52,6 +52,7 @@ class Problem:
     line: int
     message: str
     warning: bool = False
+    kind: str = ""  # a word a CI rule can match: report.kind_of names it where it is ""
 
     def __str__(self) -> str:
         return f"{self.location}:{self.line}: {'warning: ' if self.warning else ''}{self.message}"

@@ -36,6 +36,7 @@ import httpx
 
 from ..errors import ConfigurationError
 from ..protocol.render import MAX_BYTES
+from .origins import OriginMap
 from .transport import DeadlineTransport, within
 
 __all__ = ["Deadline", "FetchError", "Fetcher", "Limits", "Opened", "TooLarge", "is_url"]
@@ -112,8 +113,11 @@ def is_url(target: str) -> bool:
 class Fetcher:
     """One HTTP client for a run: a pool of ``connections``, shared by threads."""
 
-    def __init__(self, limits: Limits | None = None, *, connections: int = 8) -> None:
+    def __init__(
+        self, limits: Limits | None = None, *, connections: int = 8, origins: OriginMap | None = None
+    ) -> None:
         self.limits = limits or Limits()
+        self.origins = origins or OriginMap()  # --map-origin: URLs stay public, sent to the local
         self._client = httpx.Client(
             transport=DeadlineTransport(connections),
             headers={"User-Agent": USER_AGENT, "Accept-Encoding": "gzip"},
@@ -153,11 +157,14 @@ class Fetcher:
     def _follow(self, method: str, url: httpx.URL) -> httpx.Response:
         origin = url
         for hop in range(self.limits.max_redirects + 1):
-            response = self._client.send(self._client.build_request(method, url), stream=True)
+            sent = httpx.URL(self.origins.local(str(url))) if self.origins else url
+            response = self._client.send(self._client.build_request(method, sent), stream=True)
             if not response.is_redirect:
                 return response
             response.close()
             url = url.join(response.headers["Location"])
+            if self.origins:  # a Location on the local origin is where the public one sends
+                url = httpx.URL(self.origins.public(str(url)))
             if url.scheme not in _DEFAULT_PORTS:
                 raise FetchError(f"redirected to {url}: not an http(s) URL")
             if not _same_host(origin, url):

@@ -19,8 +19,9 @@ document's problems by line, duplicate locs found in that same order.
 from __future__ import annotations
 
 import hashlib
+import heapq
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
 from contextlib import ExitStack
@@ -29,8 +30,9 @@ from datetime import UTC, datetime
 from itertools import islice
 
 from ..errors import ConfigurationError
-from .document import MAX_SHOWN, Findings, Job, Listing, Problem, Rules, check_document
+from .document import Findings, Job, Listing, Problem, Rules, check_document
 from .fetch import Deadline, Fetcher, FetchError, Limits, is_url
+from .origins import OriginMap
 from .schemas import Schemas
 from .values import split
 
@@ -62,6 +64,8 @@ class Checker:
     - ``limits``: what reading one document may take (`Limits`: size, seconds, redirects).
     - ``run_timeout``: seconds for the whole run; past them nothing more is started.
     - ``concurrency``: documents read at once (threads, sharing one connection pool).
+    - ``origins``: public origins fetched from local ones (`OriginMap`, ``--map-origin``); every
+      URL, the starting target's too, is reported as public.
 
     Past the first 1,000 problems of a file, one more `Problem` says how many were not shown.
     """
@@ -74,6 +78,7 @@ class Checker:
     limits: Limits = field(default_factory=Limits)
     run_timeout: float = 3600.0
     concurrency: int = 8
+    origins: OriginMap = field(default_factory=OriginMap)
     summary: Summary = field(default_factory=Summary)
     _fingerprints: set[bytes] = field(default_factory=set)
 
@@ -93,6 +98,7 @@ class Checker:
     def check(self, target: str) -> Summary:
         """Check ``target`` and everything it leads to."""
         run = Deadline.after(self.run_timeout, "the run's deadline")
+        target = self.origins.public(target) if is_url(target) else target
         rules = Rules(self.schemas, self.base_url, self.now)
         seen = {_key(target)}
         # In report order: an index's children go in right after it, before its later siblings
@@ -101,7 +107,7 @@ class Checker:
         ahead, reading, unchecked = _AHEAD * self.concurrency, 0, 0
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="sitemap-validate")
         try:
-            with Fetcher(self.limits, connections=self.concurrency) as fetcher:
+            with Fetcher(self.limits, connections=self.concurrency, origins=self.origins) as fetcher:
 
                 def start(job: Job, findings: Findings) -> Future[None]:
                     return pool.submit(_read, fetcher, job, findings, rules, run)
@@ -126,53 +132,51 @@ class Checker:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         if unchecked:
-            self.report(Problem(target, 0, f"{unchecked:,} listed documents not checked: {run.what} passed"))
+            message = f"{unchecked:,} listed documents not checked: {run.what} passed"
+            self.report(Problem(target, 0, message, kind="deadline"))
             self.summary.problems += 1
         return self.summary
 
     # -- in the order listed -----------------------------------------------------------------
 
     def _merge(self, findings: Findings) -> None:
-        """Count and report one document's findings, its duplicate locs found against the run's."""
+        """Count and report one document's findings, its duplicate locs found against the run's.
+
+        The document's own problems past its first ``MAX_SHOWN`` are counted in one line; its
+        duplicate locs are all reported (`report.Reporter` caps each kind of warning for the run)."""
         summary = self.summary
         summary.files += findings.read
         summary.urls += findings.urls
         summary.unreadable |= findings.unreadable
         problems, warnings = findings.counts
-        duplicates: list[Problem] = []
-        hidden_from = [findings.hidden_from] if findings.hidden_from is not None else []
-        count = 0
+        summary.problems += problems
+        summary.warnings += warnings
+        # Its own lines by line, its duplicates among them, then what is reported at the index
+        # that lists it.
+        own = sorted(findings.problems, key=lambda p: (p.location != findings.location, p.line))
+        here = [problem for problem in own if problem.location == findings.location]
+        for problem in heapq.merge(here, self._duplicates(findings), key=lambda p: p.line):
+            self.report(problem)
+        for problem in own[len(here) :]:
+            self.report(problem)
+        hidden = problems + warnings - len(findings.problems)
+        if hidden:
+            assert findings.hidden_from is not None  # set with the first problem not kept
+            errors_hidden = problems - sum(not problem.warning for problem in findings.problems)
+            message = f"{hidden:,} more problems from this line on, not shown"
+            line, warning = findings.hidden_from, not errors_hidden
+            self.report(Problem(findings.location, line, message, warning=warning, kind="not-shown"))
+
+    def _duplicates(self, findings: Findings) -> Iterator[Problem]:
+        """The document's locs listed earlier in the run, in order (each counted as a warning)."""
+        message = "this loc is listed more than once (also earlier in the tree)"
         for index, line in enumerate(findings.lines):
             fingerprint = bytes(findings.fingerprints[8 * index : 8 * index + 8])
             if fingerprint in self._fingerprints:
-                count += 1
-                if len(duplicates) < MAX_SHOWN:
-                    message = "this loc is listed more than once (also earlier in the tree)"
-                    duplicates.append(Problem(findings.location, line, message, warning=True))
-                elif len(duplicates) == MAX_SHOWN:
-                    hidden_from.append(line)
+                self.summary.warnings += 1
+                yield Problem(findings.location, line, message, warning=True, kind="duplicate")
             elif len(self._fingerprints) < MAX_FINGERPRINTS:
                 self._fingerprints.add(fingerprint)
-        summary.problems += problems
-        summary.warnings += warnings + count
-        # Its own lines by line, then what is reported at the index that lists it.
-        shown = sorted(
-            findings.problems + duplicates, key=lambda p: (p.location != findings.location, p.line)
-        )
-        if len(shown) > MAX_SHOWN:
-            hidden_from.append(shown[MAX_SHOWN].line)
-            shown = shown[:MAX_SHOWN]
-        for problem in shown:
-            self.report(problem)
-        hidden = problems + warnings + count - len(shown)
-        if hidden:
-            self.report(
-                Problem(
-                    findings.location,
-                    min(hidden_from),
-                    f"{hidden:,} more problems from this line on, not shown",
-                )
-            )
 
     def _wait(self, future: Future[None], findings: Findings, pending: deque[_Entry]) -> None:
         """Wait for the next document in order, showing progress meanwhile."""
