@@ -589,15 +589,16 @@ CHARTED = {
 }
 
 
-def draw(path: str, times: dict[str, list[float]], urls: int, rounds: int, where: str) -> None:
-    """The identity renderers of `CHARTED` as a bar chart at ``path``."""
+def draw(path: str, times: dict[str, list[float]], urls: int, rounds: int, note: str) -> None:
+    """The identity renderers of `CHARTED` as a bar chart at ``path``; ``note`` names the commit
+    and the machine."""
     speeds = {label: urls / median(times[name]) for name, label in CHARTED.items() if name in times}
     chart.render_chart(
         path,
         speeds,
         reference=CHARTED[DJANGO],
         title=f"One sitemap page of {urls:,} URLs, identity, in-process (median of {rounds} rounds)",
-        note=f"at {revision()}; {where}",
+        note=note,
     )
 
 
@@ -652,8 +653,8 @@ def main(argv: list[str] | None = None) -> None:
         gz_refs["minimal+isal"] = MINIMAL_ISAL
     gzipped.update(compressor_only(minimal(rows)()))
     cached = cached_cases(rows)
-    where = machine()
-    print(f"render: one page of {urls:,} URLs, {rounds} interleaved rounds, median; at {revision()}; {where}")
+    where = f"at {revision()}; {machine()}"  # taken before the run: edits made during it are not measured
+    print(f"render: one page of {urls:,} URLs, {rounds} interleaved rounds, median; {where}")
     print(f"default configuration: Sitemaps(base_url=...), whose compressor here is {compressor}")
     sizes = check(plain | gzipped | cached, urls)
     times = interleaved(plain | gzipped | cached, rounds)
