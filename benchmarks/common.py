@@ -114,6 +114,27 @@ def ratio(value: float, reference: float) -> str:
     return f"{value / reference:.2f}x" if reference else "n/a"
 
 
+def revision() -> str:
+    """The commit measured (``git describe``-style short hash, ``-dirty`` with local edits), so a
+    figure pasted into benchmarks/README.md names the code it came from."""
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown commit"
+    return commit + ("-dirty" if dirty else "")
+
+
 def machine() -> str:
     """One line naming the machine, so every printed figure says where it was measured."""
     model = ""

@@ -1,6 +1,6 @@
 """render: one 50,000-URL page through our full path against the peers, in one process.
 
-    python benchmarks/run.py render [--quick] [--rounds N] [--urls N] [--profile]
+    python benchmarks/run.py render [--quick] [--rounds N] [--urls N] [--profile] [--chart PNG]
 
 Every renderer gets the same rows (``common.make_rows``: ``&`` in every loc, a non-ASCII
 path in 1%, an aware-datetime lastmod, changefreq, priority) in its own idiomatic form:
@@ -16,7 +16,8 @@ threads), with ``cache=None`` and with the default cache emptied before each req
 cold page, which also builds the stored gzip copy); identity rows against the minimal
 renderer, gzip rows against the minimal renderer plus zlib level 6. A last table times a
 warm page from the cache per request; its ratio to a bare app is `serve`'s to measure.
-A third table measures pages with hreflang groups and images (extensions.py).
+A third table measures pages with hreflang groups and images (extensions.py). ``--chart``
+draws the identity table's main rows as a PNG (chart.py; the one in benchmarks/README.md).
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ import zlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import chart
 import extensions
-from common import BASE_URL, Row, close_wsgi, fmt_int, machine, make_rows, median, ratio, table
+from common import BASE_URL, Row, close_wsgi, fmt_int, machine, make_rows, median, ratio, revision, table
 
 from sitemap_middleware import Sitemaps, Url
 from sitemap_middleware.engine import Engine
@@ -575,6 +577,31 @@ def targets(times: dict[str, list[float]]) -> str:
     )
 
 
+# The chart's bars, top to bottom: the ceiling, our paths users run, the peers (chart.py).
+CHARTED = {
+    MINIMAL: "hand-rolled f-strings, no validation (ceiling)",
+    "ours: Sitemaps.wsgi, cache=None": "ours: WSGI, cache=None",
+    "ours: Sitemaps.wsgi, default cache, cold": "ours: WSGI, default cache, cold page",
+    "ours: Sitemaps.asgi, default cache, cold": "ours: ASGI, default cache, cold page",
+    "asgi-sitemaps (no escaping: invalid XML)": "asgi-sitemaps (no escaping: invalid XML)",
+    "flask-sitemap": "flask-sitemap",
+    DJANGO: "django.contrib.sitemaps",
+}
+
+
+def draw(path: str, times: dict[str, list[float]], urls: int, rounds: int, note: str) -> None:
+    """The identity renderers of `CHARTED` as a bar chart at ``path``; ``note`` names the commit
+    and the machine."""
+    speeds = {label: urls / median(times[name]) for name, label in CHARTED.items() if name in times}
+    chart.render_chart(
+        path,
+        speeds,
+        reference=CHARTED[DJANGO],
+        title=f"One sitemap page of {urls:,} URLs, identity, in-process (median of {rounds} rounds)",
+        note=note,
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="render", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="3 rounds of 10,000 URLs (~10 s)")
@@ -588,6 +615,7 @@ def main(argv: list[str] | None = None) -> None:
         help="print a cProfile top-15 of our path (default: engine)",
     )
     parser.add_argument("--no-peers", action="store_true", help="leave out the peers' rows")
+    parser.add_argument("--chart", metavar="PNG", help="draw the identity table as a bar chart (matplotlib)")
     args = parser.parse_args(argv)
     urls = args.urls or (10_000 if args.quick else 50_000)
     rounds = args.rounds or (3 if args.quick else 9)
@@ -625,7 +653,8 @@ def main(argv: list[str] | None = None) -> None:
         gz_refs["minimal+isal"] = MINIMAL_ISAL
     gzipped.update(compressor_only(minimal(rows)()))
     cached = cached_cases(rows)
-    print(f"render: one page of {urls:,} URLs, {rounds} interleaved rounds, median; {machine()}")
+    where = f"at {revision()}; {machine()}"  # taken before the run: edits made during it are not measured
+    print(f"render: one page of {urls:,} URLs, {rounds} interleaved rounds, median; {where}")
     print(f"default configuration: Sitemaps(base_url=...), whose compressor here is {compressor}")
     sizes = check(plain | gzipped | cached, urls)
     times = interleaved(plain | gzipped | cached, rounds)
@@ -640,6 +669,9 @@ def main(argv: list[str] | None = None) -> None:
     print(targets(times))
     print("\nextensions: hreflang groups (3 languages) and images\n")
     print(extensions_table(rows, rounds))
+    if args.chart:
+        draw(args.chart, times, urls, rounds, where)
+        print(f"\nchart: {args.chart}")
     if args.profile:
         print(f"\ncProfile of ours ({args.profile}), one page of {urls:,} URLs (by own time)\n")
         print(profile(rows, args.profile))

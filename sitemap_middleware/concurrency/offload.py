@@ -147,7 +147,7 @@ class ThreadCalls:
     producing, such as planning millions of URLs, is never cut; one that stalls is.
     One task (`keep`, started beside the calls) pushes the deadline of whichever call
     is running: a streamed page makes one call per chunk, and a task group and a
-    keeper per call cost more than the call itself (benchmarks/README.md, "ASGI, per chunk")::
+    keeper per call cost more than the call itself (benchmarks/HISTORY.md, "ASGI, per chunk")::
 
         calls = ThreadCalls(capacity.threads, timeout)
         group.start_soon(calls.keep)                       # once, for every call below

@@ -113,7 +113,7 @@ def _next_bytes(chunks: Iterator[bytes]) -> bytes | object:
 
     Each call is a hop from the event loop to a worker thread and back: on two CPUs, where
     the thread runs on the other one, a hop per chunk costs a cold page much of its speed
-    (measured in benchmarks/README.md, "Issues 10 and 15"). A provider that is slow between
+    (measured in benchmarks/HISTORY.md, "Issues 10 and 15"). A provider that is slow between
     batches still streams batch by batch: the time bound sends what is made (though a
     chunk made just before a provider stalls waits for it, for the deadline at most).
     """

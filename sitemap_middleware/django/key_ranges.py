@@ -94,7 +94,7 @@ class KeyRanges:
         Each page's first key is found by seeking ``rows`` keys on from the one before
         (``LIMIT 1 OFFSET rows`` from a key, over the key's index), so no row crosses into
         Python; ``ROW_NUMBER() OVER (ORDER BY key)`` grouped by page gives the same in one
-        pass, but numbers every row (benchmarks/README.md, "keyset pages over 10M rows"). Each page's
+        pass, but numbers every row (benchmarks/HISTORY.md, "keyset pages over 10M rows"). Each page's
         newest lastmod is its rows' MAX, in the same query; or, when the model indexes the
         lastmod field and the key is an integer, read newest first over that index
         (`sitemap_middleware.sql.newest_first`), with MAX only for the pages that walk leaves. Either

@@ -52,7 +52,7 @@ def keyset(
       ``entry``'s lastmod should be that field. Index it (``db_index=True`` or a
       ``Meta.indexes`` entry led by it) and, with an integer key, the plan reads a few
       rows newest first over that index instead of every row's lastmod (timed in
-      benchmarks/README.md): the same lastmods either way.
+      benchmarks/HISTORY.md): the same lastmods either way.
     - ``chunk_size``: rows per query within a page.
     """
     return KeysetSource(queryset, entry, key=key, lastmod=lastmod, chunk_size=chunk_size)

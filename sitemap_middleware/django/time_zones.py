@@ -61,7 +61,7 @@ def aware_entry(entry: object, zone: tzinfo) -> object:
 def _utc(naive: datetime, zone: tzinfo) -> datetime:
     """The instant a naive local time in ``zone`` names, in UTC: the renderer's fast path
     (`w3c_datetime`) takes UTC; another zone sends every entry down its slow path
-    (benchmarks/README.md, "Figures behind the code's choices")."""
+    (benchmarks/HISTORY.md, "Figures behind the code's choices")."""
     local = timezone.make_aware(naive, zone)
     try:
         return local.astimezone(UTC)

@@ -86,7 +86,7 @@ class Counted:
         be asked for a window (``offset``/``limit``): nothing lies at raw position
         ``count`` (``offset=count, limit=1``) and the last window holds a valid entry (read
         up to the first one). A provider that can only be iterated is trusted: checking
-        would read it whole, which is what declaring a count avoids (benchmarks/README.md,
+        would read it whole, which is what declaring a count avoids (benchmarks/HISTORY.md,
         "Found while re-measuring, and fixed"). When either fails, or a page render has
         found a middle window empty or entries past this same count (`page`), the mismatch
         is logged and reported to the engine's ``on_mismatch``, and the section is measured

@@ -194,7 +194,7 @@ class Normaliser(LocRules):
             priority_xml = f"<priority>{_priority(priority)}</priority>"
         # One f-string per shape, not appends nor a separate <lastmod> f-string: for the
         # common shapes (no extension, with or without a lastmod) the fastest of the three
-        # (benchmarks/README.md, "Figures behind the code's choices").
+        # (benchmarks/HISTORY.md, "Figures behind the code's choices").
         if alternates is None and images is None and videos is None and news is None:
             if lastmod_text is None:
                 return f"<url><loc>{loc_text}</loc>{changefreq_xml}{priority_xml}</url>\n", None

@@ -34,7 +34,7 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 # holds nothing to reject: the fast path, checked in one match. Not "#", and no "." or ".."
 # segment before any "?": those take the slow path, which drops the fragment and removes
 # dot-segments. The lookahead scans the path once more, which is cheaper than checking
-# segment by segment inside the main loop (benchmarks/README.md, "Figures behind the code's
+# segment by segment inside the main loop (benchmarks/HISTORY.md, "Figures behind the code's
 # choices"). Not "%": an escape may need fixing.
 PLAIN_PATH = re.compile(r"(?![^?]*/\.\.?(?:[/?]|\Z))/(?!/)[A-Za-z0-9\-._~:/?@!$&'()*+,;=]*")
 # XML 1.0 forbids C0 controls except tab/LF/CR; in a URL even those are malformed.

@@ -35,7 +35,7 @@ def w3c_datetime(value: object, reason: str = "invalid lastmod") -> str:
     if type(value) is datetime and value.tzinfo is _UTC and not value.microsecond:
         # The common case, first: a UTC datetime to the second, written from tables of its
         # fields' digits; its isoformat() costs much more (it asks the tzinfo for the offset
-        # and formats it) and was the largest part of an entry's time (benchmarks/README.md,
+        # and formats it) and was the largest part of an entry's time (benchmarks/HISTORY.md,
         # "The common lastmod"). A test
         # (tests/web/test_rules.py) holds this branch to what the general one below writes.
         digits = _TWO_DIGITS

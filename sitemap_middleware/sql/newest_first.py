@@ -3,7 +3,7 @@ without reading every row.
 
 A keyset plan (`sitemap_middleware.sqlalchemy`, `sitemap_middleware.django`) knows where
 every page starts; ``MAX(lastmod)`` over each page's range then reads every row of the
-table, most of what a plan of a big table costs (benchmarks/README.md, "keyset pages
+table, most of what a plan of a big table costs (benchmarks/HISTORY.md, "keyset pages
 over 10M rows"). With an index on the lastmod column the database can hand rows over
 newest first instead: the first row that falls in a page (found by bisecting the page
 starts) carries that page's newest lastmod, exactly, and the walk stops as soon as every

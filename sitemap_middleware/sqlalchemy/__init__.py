@@ -28,7 +28,7 @@ lastmods and no row reaches Python. It is kept in the cache store and reused by 
 page until the section is invalidated (with ``Sitemaps(cache=None)``: run per request).
 
 That MAX reads every row's lastmod, most of what a plan of a big table costs
-(benchmarks/README.md, "keyset pages over 10M rows"). When the ``Table`` declares an
+(benchmarks/HISTORY.md, "keyset pages over 10M rows"). When the ``Table`` declares an
 index led by the lastmod column (``Column(..., index=True)`` or an ``Index``, created in
 the database too) and the key is an integer, the plan reads rows newest first over that
 index instead, until every page has its newest (`sitemap_middleware.sql.newest_first`: a

@@ -238,7 +238,7 @@ def keyset(
     - ``lastmod``: a column (or expression) whose newest value on a page is that page's
       ``<lastmod>`` in the index; without it the index lists no lastmod. Index that
       column (``index=True``, in the database too): the plan then reads a few rows newest
-      first rather than every row's lastmod (timed in benchmarks/README.md).
+      first rather than every row's lastmod (timed in benchmarks/HISTORY.md).
     """
     if isinstance(bind, Engine | sessionmaker):
         return Keyset(bind, statement, key=key, entry=entry, lastmod=lastmod)

@@ -92,7 +92,7 @@ class KeysetStatements:
         on (the key's index is read once, end to end); a page's lastmod is the MAX over
         its rows, read exactly as the page is. ``ROW_NUMBER() OVER (ORDER BY key)`` grouped
         by page does the same in one pass, but numbers every row, far slower than the
-        seeks; most of a plan's cost is the MAX (benchmarks/README.md, "keyset pages over
+        seeks; most of a plan's cost is the MAX (benchmarks/HISTORY.md, "keyset pages over
         10M rows").
 
         Each row carries the key it stepped from: a step that did not move (more rows share

@@ -12,7 +12,7 @@ Two compressors write the same format (RFC 1952), chosen once per `Sitemaps`::
 - ``zlib``: the standard library's, level 6; what earlier versions always served.
 - ``isal``: ISA-L (``pip install "sitemap-middleware[fast]"``), level 1: on sitemap XML
   many times as fast as zlib level 6 for a few percent more bytes, and faster to inflate
-  (benchmarks/README.md, "gzip by ISA-L").
+  (benchmarks/HISTORY.md, "gzip by ISA-L").
 
 The gzip header carries no file name and a zero mtime, and the flush points follow the
 chunks (whose sizes depend on the provider's batches, never on timing), so equal input
@@ -34,7 +34,7 @@ from ..errors import ConfigurationError
 __all__ = ["COMPRESSORS", "Gzip", "GzipWriter"]
 
 COMPRESSORS = ("auto", "isal", "zlib")
-_LEVELS = {"zlib": 6, "isal": 1}  # isal 2 and 3: about the same bytes for more time (benchmarks/README.md)
+_LEVELS = {"zlib": 6, "isal": 1}  # isal 2 and 3: about the same bytes for more time (benchmarks/HISTORY.md)
 _GZIP_WBITS = 16 + zlib.MAX_WBITS  # gzip container, mtime 0, no name
 _INFLATE_CHUNK = 1024 * 1024  # few, large pieces: each costs a thread hop under ASGI
 

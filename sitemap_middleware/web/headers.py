@@ -67,7 +67,7 @@ class DocumentHeaders:
         """Validators and both header sets of the document stored under ``key``.
 
         Formatting dates and headers per request was a large part of what a hit or a 304
-        costs (benchmarks/README.md, "Figures behind the code's choices").
+        costs (benchmarks/HISTORY.md, "Figures behind the code's choices").
         """
         slot = (key, route.gz_file, gzip)
         fingerprint = (document.etag, document.last_modified, document.size, len(document.body))

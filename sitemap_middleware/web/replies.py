@@ -41,7 +41,7 @@ class Request(NamedTuple):
     ``received``: when it arrived (epoch seconds): a document first produced for it is
     dated no later, so its Last-Modified never follows the response's Date. A named
     tuple, not a frozen dataclass: one is built per request, and a named tuple builds
-    faster (benchmarks/README.md, "Figures behind the code's choices").
+    faster (benchmarks/HISTORY.md, "Figures behind the code's choices").
     """
 
     method: str
