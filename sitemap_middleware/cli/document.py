@@ -337,7 +337,9 @@ class _Document:
                 values[name] = (child.text or "").strip()
                 lines[name] = child.sourceline or line
             elif tag.startswith(_NS):
-                self.problem(child.sourceline or line, f"unexpected element {tag} in <{_tag(element)[len(_NS):]}>")
+                self.problem(
+                    child.sourceline or line, f"unexpected element {tag} in <{_tag(element)[len(_NS) :]}>"
+                )
         return values, lines
 
     def _sitemap(self, element: etree._Element) -> None:

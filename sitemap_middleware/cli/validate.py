@@ -31,6 +31,7 @@ from itertools import islice
 from ..errors import ConfigurationError
 from .document import MAX_SHOWN, Findings, Job, Listing, Problem, Rules, check_document
 from .fetch import Deadline, Fetcher, FetchError, Limits, is_url
+from .hreflang import Alternates
 from .schemas import Schemas
 from .values import split
 
@@ -76,6 +77,7 @@ class Checker:
     concurrency: int = 8
     summary: Summary = field(default_factory=Summary)
     _fingerprints: set[bytes] = field(default_factory=set)
+    _alternates: Alternates = field(default_factory=Alternates)
 
     def __post_init__(self) -> None:
         parts = None if self.base_url is None else split(self.base_url)
@@ -128,7 +130,15 @@ class Checker:
         if unchecked:
             self.report(Problem(target, 0, f"{unchecked:,} listed documents not checked: {run.what} passed"))
             self.summary.problems += 1
+        self._reciprocity()
         return self.summary
+
+    def _reciprocity(self) -> None:
+        """hreflang pairs not listed back, once every file is in (hreflang.py)."""
+        for problem in self._alternates.problems(listed=self._fingerprints.__contains__):
+            self.report(problem)
+        self.summary.problems += self._alternates.counts[0]
+        self.summary.warnings += self._alternates.counts[1]
 
     # -- in the order listed -----------------------------------------------------------------
 
@@ -138,6 +148,7 @@ class Checker:
         summary.files += findings.read
         summary.urls += findings.urls
         summary.unreadable |= findings.unreadable
+        self._alternates.add(findings.location, findings.alternates)
         problems, warnings = findings.counts
         duplicates: list[Problem] = []
         hidden_from = [findings.hidden_from] if findings.hidden_from is not None else []

@@ -17,9 +17,7 @@ def spread(*children: str) -> str:
 @pytest.mark.parametrize(
     ("children", "line", "message"),
     [
-        pytest.param(
-            (f"<loc>{SITE}/p</loc>", "<lastmod>2026-13-01</lastmod>"), 5, "W3C", id="bad-lastmod"
-        ),
+        pytest.param((f"<loc>{SITE}/p</loc>", "<lastmod>2026-13-01</lastmod>"), 5, "W3C", id="bad-lastmod"),
         pytest.param(
             (f"<loc>{SITE}/p</loc>", "<changefreq>Daily</changefreq>"), 5, "changefreq", id="changefreq"
         ),
