@@ -28,7 +28,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import islice
 
+import httpx
+
 from ..errors import ConfigurationError
+from .audit import MAX_AUDITED, MAX_WORKERS, Audit, AuditOptions, Sample
 from .document import MAX_SHOWN, Findings, Job, Listing, Problem, Rules, check_document
 from .fetch import Deadline, Fetcher, FetchError, Limits, is_url
 from .hreflang import Alternates
@@ -48,6 +51,7 @@ class Summary:
     urls: int = 0
     problems: int = 0
     warnings: int = 0
+    requested: int = 0  # listed URLs requested (``audit``)
     unreadable: bool = False  # the starting point itself could not be read: exit 2
 
 
@@ -63,6 +67,9 @@ class Checker:
     - ``limits``: what reading one document may take (`Limits`: size, seconds, redirects).
     - ``run_timeout``: seconds for the whole run; past them nothing more is started.
     - ``concurrency``: documents read at once (threads, sharing one connection pool).
+    - ``audit``: also request the listed URLs (`AuditOptions`: audit.py), once the tree is read;
+      ``audit_progress`` is its progress display.
+    - ``transport``: what answers instead of the network (an app in-process: inprocess.py).
 
     Past the first 1,000 problems of a file, one more `Problem` says how many were not shown.
     """
@@ -75,7 +82,11 @@ class Checker:
     limits: Limits = field(default_factory=Limits)
     run_timeout: float = 3600.0
     concurrency: int = 8
+    audit: AuditOptions | None = None
+    audit_progress: Callable[[int, int, int], None] | None = None
+    transport: httpx.BaseTransport | None = None
     summary: Summary = field(default_factory=Summary)
+    _sample: Sample | None = None
     _fingerprints: set[bytes] = field(default_factory=set)
     _alternates: Alternates = field(default_factory=Alternates)
 
@@ -95,7 +106,9 @@ class Checker:
     def check(self, target: str) -> Summary:
         """Check ``target`` and everything it leads to."""
         run = Deadline.after(self.run_timeout, "the run's deadline")
-        rules = Rules(self.schemas, self.base_url, self.now)
+        rules = Rules(self.schemas, self.base_url, self.now, keep_locs=self.audit is not None)
+        self._sample = None if self.audit is None else Sample(self.audit)
+        connections = self.concurrency if self.audit is None else max(self.concurrency, MAX_WORKERS)
         seen = {_key(target)}
         # In report order: an index's children go in right after it, before its later siblings
         # (some of which may be read already); at most `ahead` read or being read, unreported.
@@ -103,7 +116,7 @@ class Checker:
         ahead, reading, unchecked = _AHEAD * self.concurrency, 0, 0
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="sitemap-validate")
         try:
-            with Fetcher(self.limits, connections=self.concurrency) as fetcher:
+            with Fetcher(self.limits, connections=connections, transport=self.transport) as fetcher:
 
                 def start(job: Job, findings: Findings) -> Future[None]:
                     return pool.submit(_read, fetcher, job, findings, rules, run)
@@ -125,13 +138,30 @@ class Checker:
                     self._merge(findings)
                     children = [_Entry(child) for child in findings.children if _first(seen, child)]
                     pending.extendleft(reversed(children))
+                self._reciprocity()
+                self._audit(fetcher, run)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         if unchecked:
             self.report(Problem(target, 0, f"{unchecked:,} listed documents not checked: {run.what} passed"))
             self.summary.problems += 1
-        self._reciprocity()
         return self.summary
+
+    def _audit(self, fetcher: Fetcher, run: Deadline) -> None:
+        """Request the listed URLs (audit.py), in the order listed, once the tree is read."""
+        if self.audit is None or self._sample is None:
+            return
+        targets = self._sample.targets()
+        if self._sample.skipped and targets:
+            message = (
+                f"{self._sample.skipped:,} listed URLs past the first {MAX_AUDITED:,} not requested "
+                "(--urls N requests a sample spread over every file)"
+            )
+            self.report(Problem(targets[0].location, 0, message, warning=True))
+            self.summary.warnings += 1
+        audit = Audit(fetcher, self.audit, self.report, self.audit_progress)
+        self.summary.problems += audit.run(targets, run)
+        self.summary.requested = audit.requested
 
     def _reciprocity(self) -> None:
         """hreflang pairs not listed back, once every file is in (hreflang.py)."""
@@ -148,6 +178,8 @@ class Checker:
         summary.files += findings.read
         summary.urls += findings.urls
         summary.unreadable |= findings.unreadable
+        if self._sample is not None:
+            self._sample.add(findings.location, findings.locs, findings.lines)
         self._alternates.add(findings.location, findings.alternates)
         problems, warnings = findings.counts
         duplicates: list[Problem] = []
