@@ -48,7 +48,10 @@ def site() -> Any:
             f'<!doctype html><html><head><title>{n}</title><link rel="canonical" '
             f'href="http://{HOST}:{port}{path}">{extra}</head><body>{"x" * 2000}</body></html>'
         ).encode()
-        headers = [(b"content-type", b"text/html; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+        headers = [
+            (b"content-type", b"text/html; charset=utf-8"),
+            (b"content-length", str(len(body)).encode()),
+        ]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
 
@@ -73,7 +76,14 @@ def main(argv: list[str] | None = None) -> None:
         out = io.StringIO()
         start = time.perf_counter()
         code = cli(
-            ["validate", f"http://{HOST}:{port}/robots.txt", "--urls", "all", "--per-host", str(args.per_host)],
+            [
+                "validate",
+                f"http://{HOST}:{port}/robots.txt",
+                "--urls",
+                "all",
+                "--per-host",
+                str(args.per_host),
+            ],
             out=out,
             err=io.StringIO(),
         )
@@ -85,7 +95,17 @@ def main(argv: list[str] | None = None) -> None:
     print(
         table(
             ["URLs", "per host", "seconds", "URLs/s", "problems planted", "found", "exit"],
-            [[f"{count:,}", args.per_host, f"{seconds:.1f}", f"{count / seconds:,.0f}", planted, found, code]],
+            [
+                [
+                    f"{count:,}",
+                    args.per_host,
+                    f"{seconds:.1f}",
+                    f"{count / seconds:,.0f}",
+                    planted,
+                    found,
+                    code,
+                ]
+            ],
         )
     )
     print(f"\n{lines[-1]}")

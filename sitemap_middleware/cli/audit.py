@@ -30,14 +30,18 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import httpx
 
 from ..errors import ConfigurationError
-from .document import Problem, fingerprint
+from .document import Problem
 from .fetch import Deadline, Fetcher, FetchError, Stream
 from .indexability import HeadReader, canonical_link, noindex, same_url
-from .robots_rules import RobotsRules
+from .values import fingerprint
+
+if TYPE_CHECKING:
+    from .robots_rules import RobotsRules
 
 __all__ = ["MAX_AUDITED", "Audit", "AuditOptions", "Sample", "Target"]
 
@@ -167,6 +171,8 @@ class Audit:
 
     def run(self, targets: list[Target], deadline: Deadline) -> int:
         """Audit ``targets`` by ``deadline``; how many problems were reported."""
+        from .robots_rules import RobotsRules  # Protego: imported only for an audit
+
         origins = dict.fromkeys(_origin(target.loc) for target in targets)
         for origin in origins:
             if deadline.passed():

@@ -16,8 +16,6 @@ may hold is bounded too (``MAX_ENTRY_ELEMENTS``), as is what libxml2 holds for o
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import re
 import urllib.parse
 from array import array
 from collections.abc import Callable, Iterator
@@ -32,26 +30,16 @@ from ..protocol.render import MAX_SITEMAPS, MAX_URLS, SITEMAP_NS
 from .fetch import Opened, TooLarge, is_url
 from .lastmods import Stamps
 from .schemas import Schemas
-from .values import BAD_PERCENT, MAX_LOC, URI, split, valid_priority, w3c
+from .values import BAD_PERCENT, MAX_LOC, URI, fingerprint, split, valid_priority, w3c
 
-__all__ = [
-    "INDEX",
-    "URLSET",
-    "Findings",
-    "Job",
-    "Listing",
-    "Problem",
-    "Rules",
-    "check_document",
-    "fingerprint",
-]
+__all__ = ["INDEX", "URLSET", "Findings", "Job", "Listing", "Problem", "Rules", "check_document"]
 
 _NS = "{" + SITEMAP_NS + "}"
 URLSET, INDEX = _NS + "urlset", _NS + "sitemapindex"
 _URL_CHILDREN = {_NS + name for name in ("loc", "lastmod", "changefreq", "priority")}
 _SITEMAP_CHILDREN = {_NS + "loc", _NS + "lastmod"}
 _XHTML_LINK = "{http://www.w3.org/1999/xhtml}link"  # Google's hreflang alternates
-_TO_THE_SECOND = re.compile(r"T\d\d:\d\d:\d\d")
+_FREQS = ", ".join(sorted(CHANGEFREQS))
 ROBOTS_LIMIT = 500 * 1024  # Google reads the first 500 KiB of robots.txt
 MAX_SHOWN = 1000  # problems kept per file; the rest are counted, in one line
 # Elements one <url> or <sitemap> may hold: Google allows 1,000 images per page, each a few
@@ -248,15 +236,8 @@ class _Document:
         limit, what = (MAX_URLS, "URLs") if root_tag == URLSET else (MAX_SITEMAPS, "sitemaps")
         if count == 0:
             self.problem(1, f"lists no {what} (the schema requires at least one)")
-        shared = self.stamps.shared(self.findings.urls)
-        if shared is not None:
-            line, text, times = shared
-            self.problem(
-                line,
-                f"lastmod {text} is shared, to the second, by {times:,} of the file's "
-                f"{self.findings.urls:,} URLs: a build time, not each page's last change",
-                warning=True,
-            )
+        for line, message in self.stamps.shared(self.findings.urls):
+            self.problem(line, message, warning=True)
         if count > limit:
             self.problem(1, f"lists {count:,} {what}, over the limit of {limit:,}")
 
@@ -304,8 +285,7 @@ class _Document:
         if loc is None:
             self.problem(line, "<url> without <loc>")
         else:
-            # Each problem at the line of its own element, not its <url>'s.
-            at = lines["loc"]
+            at = lines["loc"]  # each problem at the line of its own element, not its <url>'s
             self._loc(at, loc, under_directory=True)
             if len(self.findings.lines) < MAX_URLS:
                 self.findings.fingerprints += fingerprint(loc)
@@ -317,10 +297,7 @@ class _Document:
             self._lastmod(lines["lastmod"], values["lastmod"], tally=True)
         changefreq = values.get("changefreq")
         if changefreq is not None and changefreq not in CHANGEFREQS:
-            self.problem(
-                lines["changefreq"],
-                f"changefreq {changefreq!r} is not one of {', '.join(sorted(CHANGEFREQS))}",
-            )
+            self.problem(lines["changefreq"], f"changefreq {changefreq!r} is not one of {_FREQS}")
         priority = values.get("priority")
         if priority is not None and not valid_priority(priority):
             self.problem(lines["priority"], f"priority {priority!r} is not a number from 0.0 to 1.0")
@@ -330,16 +307,16 @@ class _Document:
         line = element.sourceline or 0
         values: dict[str, str] = {}
         lines: dict[str, int] = {}
+        parent = _tag(element)[len(_NS) :]
         for child in element:
             tag = _tag(child)
             if tag in names:
-                name = tag[len(_NS) :]
-                values[name] = (child.text or "").strip()
-                lines[name] = child.sourceline or line
-            elif tag.startswith(_NS):
-                self.problem(
-                    child.sourceline or line, f"unexpected element {tag} in <{_tag(element)[len(_NS) :]}>"
+                values[tag[len(_NS) :]], lines[tag[len(_NS) :]] = (
+                    (child.text or "").strip(),
+                    child.sourceline or line,
                 )
+            elif tag.startswith(_NS):
+                self.problem(child.sourceline or line, f"unexpected element {tag} in <{parent}>")
         return values, lines
 
     def _sitemap(self, element: etree._Element) -> None:
@@ -391,13 +368,8 @@ class _Document:
             self.problem(line, f"lastmod {text!r} is not a W3C Datetime")
         elif moment > self.rules.now() + timedelta(days=1 if len(text) <= 10 else 0, minutes=5):
             self.problem(line, f"lastmod {text} is in the future")
-        elif tally and _TO_THE_SECOND.search(text):
-            self.stamps.add(int(moment.timestamp()), line, text)
-
-
-def fingerprint(loc: str) -> bytes:
-    """8 bytes standing for a loc: duplicates and hreflang pairs are found by these."""
-    return hashlib.blake2b(loc.encode(), digest_size=8).digest()
+        elif tally:
+            self.stamps.add(moment, line, text)
 
 
 def _first_error(error: etree.XMLSyntaxError) -> tuple[int, str]:

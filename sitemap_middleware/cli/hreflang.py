@@ -20,7 +20,8 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable, Iterator
 
-from .document import MAX_SHOWN, Problem, fingerprint
+from .document import MAX_SHOWN, Problem
+from .values import fingerprint
 
 __all__ = ["MAX_ALTERNATES", "Alternates"]
 

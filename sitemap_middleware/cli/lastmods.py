@@ -5,13 +5,16 @@ ignores a lastmod it finds unreliable), so a value shared, to the second, by mor
 of a file's URLs is a warning at the first ``<lastmod>`` holding it::
 
     stamps = Stamps()
-    stamps.add(1767261600, line=4, text="2026-01-01T10:00:00+00:00")
-    stamps.shared(urls=20)  # (line, text, times) or None
+    stamps.add(w3c("2026-01-01T10:00:00+00:00"), line=4, text="2026-01-01T10:00:00+00:00")
+    stamps.shared(urls=20)  # [(line, warning)], or [] when no value is shared by most
 
 Only values with seconds count: a date alone shared by many pages is a plausible day's change.
 """
 
 from __future__ import annotations
+
+import re
+from datetime import datetime
 
 from ..protocol.render import MAX_URLS
 
@@ -19,6 +22,7 @@ __all__ = ["MIN_URLS", "Stamps"]
 
 # Below this many URLs a shared second is as likely one edit session as a build stamp.
 MIN_URLS = 10
+_TO_THE_SECOND = re.compile(r"T\d\d:\d\d:\d\d")
 
 
 class Stamps:
@@ -28,16 +32,26 @@ class Stamps:
     def __init__(self) -> None:
         self._seen: dict[int, tuple[int, int, str]] = {}
 
-    def add(self, second: int, line: int, text: str) -> None:
+    def add(self, moment: datetime, line: int, text: str) -> None:
+        """A valid lastmod (``moment`` is what ``text`` says), at ``line``."""
+        if not _TO_THE_SECOND.search(text):
+            return
+        second = int(moment.timestamp())
         seen = self._seen.get(second)
         if seen is not None:
             self._seen[second] = (seen[0] + 1, seen[1], seen[2])
         elif len(self._seen) < MAX_URLS:
             self._seen[second] = (1, line, text)
 
-    def shared(self, urls: int) -> tuple[int, str, int] | None:
-        """The value more than half of ``urls`` share: (its first line, its text, how many)."""
+    def shared(self, urls: int) -> list[tuple[int, str]]:
+        """The warning, if more than half of ``urls`` share one value: [(its first line, message)]."""
         if urls < MIN_URLS or not self._seen:
-            return None
+            return []
         times, line, text = max(self._seen.values())
-        return (line, text, times) if 2 * times > urls else None
+        if 2 * times <= urls:
+            return []
+        message = (
+            f"lastmod {text} is shared, to the second, by {times:,} of the file's {urls:,} URLs: "
+            "a build time, not each page's last change"
+        )
+        return [(line, message)]
