@@ -109,6 +109,9 @@ def main(argv: list[str] | None = None) -> None:
         )
     )
     print(f"\n{lines[-1]}")
+    for line in lines[:-1]:
+        if "answers 404" not in line and "is noindex" not in line:
+            print(f"unplanted: {line}")
     if found != planted:
         sys.exit(f"found {found} problems, planted {planted}")
 
