@@ -21,6 +21,7 @@ BENCHMARKS = (
     "keyset",
     "changelog",
     "changelog_redis",
+    "audit",
 )
 
 

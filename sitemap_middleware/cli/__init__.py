@@ -3,6 +3,8 @@
     sitemap-middleware validate https://shop.example/robots.txt --schemas ../shared/schemas
     sitemap-middleware validate public/sitemap-index.xml --base-url https://shop.example/
     sitemap-middleware validate https://shop.example/robots.txt --map-origin https://shop.example=http://127.0.0.1:8000
+    sitemap-middleware validate https://shop.example/robots.txt --urls 1000
+    sitemap-middleware validate myshop.sitemaps:sitemaps --app myshop.wsgi:site --urls all
     sitemap-middleware export myshop.sitemaps:sitemaps --out public --gzip
 
 ``validate`` prints one line per problem, ``LOCATION:LINE: message`` (each kind of warning
@@ -57,7 +59,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sitemap-middleware", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     validate = commands.add_parser("validate", help="check a robots.txt, sitemap index or sitemap tree")
-    validate.add_argument("target", help="a URL or a file: robots.txt, an index or a sitemap (gzip or not)")
+    validate.add_argument(
+        "target",
+        help="a URL or a file: robots.txt, an index or a sitemap (gzip or not); or MODULE:ATTR, "
+        "a Sitemaps or a WSGI app it wraps, checked in-process",
+    )
     validate.add_argument(
         "--schemas", type=Path, help="a folder of the official XSDs (also validate against them)"
     )
@@ -108,6 +114,25 @@ def _parser() -> argparse.ArgumentParser:
         default=8,
         metavar="N",
         help="documents read at once (default: %(default)s)",
+    )
+    validate.add_argument(
+        "--urls",
+        type=_urls,
+        metavar="all|N",
+        help="also request the listed URLs (all, or a sample of N spread over every file) and report "
+        "those crawlers will not index",
+    )
+    validate.add_argument(
+        "--per-host",
+        type=_positive(int),
+        default=4,
+        metavar="N",
+        help="with --urls: requests at once to one host (default: %(default)s)",
+    )
+    validate.add_argument(
+        "--app",
+        metavar="MODULE:ATTR",
+        help="with a Sitemaps target: the site's WSGI app, wrapped by it in-process (for --urls)",
     )
     export = commands.add_parser("export", help="write every index and page as static files")
     export.add_argument(
@@ -173,13 +198,40 @@ def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
     return parse
 
 
+def _urls(text: str) -> int:
+    """``--urls``: "all" is 0 (every listed URL), else how many."""
+    if text == "all":
+        return 0
+    return int(_positive(int)(text))
+
+
 def _validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .audit import AuditOptions
     from .fetch import is_url
+    from .inprocess import LoadError, WSGITransport, is_object_spec, load_app
     from .progress import Progress
     from .report import FORMATS, Reporter
     from .schemas import SchemaError, Schemas
     from .validate import Checker, Limits
 
+    target, transport = args.target, None
+    if is_object_spec(target):  # in-process: the app answers, no server, no network
+        try:
+            app, origin, has_pages = load_app(target, app=args.app, base_url=args.base_url)
+        except LoadError as error:
+            print(f"sitemap-middleware: {error}", file=err)
+            return EXIT_ERROR
+        if args.urls is not None and not has_pages:
+            print(
+                "sitemap-middleware: --urls with a Sitemaps needs --app MODULE:ATTR, the site's app",
+                file=err,
+            )
+            return EXIT_ERROR
+        target, transport = f"{origin}/robots.txt", WSGITransport(app)
+    elif args.app is not None:
+        print("sitemap-middleware: --app goes with a MODULE:ATTR target", file=err)
+        return EXIT_ERROR
+    audit = None if args.urls is None else AuditOptions(urls=args.urls or None, per_host=args.per_host)
     schemas = None
     if args.schemas is not None:
         try:
@@ -188,8 +240,8 @@ def _validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             print(f"sitemap-middleware: {error}", file=err)
             return EXIT_ERROR
     progress = Progress(err)
-    target = args.origins.public(args.target) if is_url(args.target) else args.target
-    reporter = Reporter(FORMATS[args.format](out), target=target, max_warnings=args.max_warnings)
+    shown = args.origins.public(target) if is_url(target) else target
+    reporter = Reporter(FORMATS[args.format](out), target=shown, max_warnings=args.max_warnings)
     checker = Checker(
         report=reporter,
         schemas=schemas,
@@ -199,8 +251,11 @@ def _validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         run_timeout=args.run_timeout,
         concurrency=args.concurrency,
         origins=args.origins,
+        audit=audit,
+        audit_progress=progress.audited if progress.live else None,
+        transport=transport,
     )
-    summary = checker.check(args.target)
+    summary = checker.check(target)
     progress.done()
     code = EXIT_ERROR if summary.unreadable else EXIT_PROBLEMS if summary.problems else EXIT_CLEAN
     reporter.finish(summary, code)

@@ -16,7 +16,6 @@ may hold is bounded too (``MAX_ENTRY_ELEMENTS``), as is what libxml2 holds for o
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import urllib.parse
 from array import array
 from collections.abc import Callable, Iterator
@@ -29,8 +28,9 @@ from lxml import etree
 from ..protocol.entries import CHANGEFREQS
 from ..protocol.render import MAX_SITEMAPS, MAX_URLS, SITEMAP_NS
 from .fetch import Opened, TooLarge, is_url
+from .lastmods import Stamps
 from .schemas import Schemas
-from .values import BAD_PERCENT, MAX_LOC, URI, split, valid_priority, w3c
+from .values import BAD_PERCENT, MAX_LOC, URI, fingerprint, split, valid_priority, w3c
 
 __all__ = ["INDEX", "URLSET", "Findings", "Job", "Listing", "Problem", "Rules", "check_document"]
 
@@ -38,6 +38,8 @@ _NS = "{" + SITEMAP_NS + "}"
 URLSET, INDEX = _NS + "urlset", _NS + "sitemapindex"
 _URL_CHILDREN = {_NS + name for name in ("loc", "lastmod", "changefreq", "priority")}
 _SITEMAP_CHILDREN = {_NS + "loc", _NS + "lastmod"}
+_XHTML_LINK = "{http://www.w3.org/1999/xhtml}link"  # Google's hreflang alternates
+_FREQS = ", ".join(sorted(CHANGEFREQS))
 ROBOTS_LIMIT = 500 * 1024  # Google reads the first 500 KiB of robots.txt
 MAX_SHOWN = 1000  # problems kept per file; the rest are counted, in one line
 # Elements one <url> or <sitemap> may hold: Google allows 1,000 images per page, each a few
@@ -84,6 +86,7 @@ class Rules:
     schemas: Schemas | None
     base_url: str | None
     now: Callable[[], datetime]
+    keep_locs: bool = False  # each loc kept in `Findings.locs`, to request it (the audit)
 
 
 @dataclass
@@ -101,6 +104,8 @@ class Findings:
     fingerprints: bytearray = field(default_factory=bytearray)  # 8 bytes per loc, for duplicates
     lines: array[int] = field(default_factory=lambda: array("L"))  # the line of each fingerprint
     children: list[Job] = field(default_factory=list)
+    locs: list[str] = field(default_factory=list)  # each fingerprint's loc, if `Rules.keep_locs`
+    alternates: list[tuple[str, str, int]] = field(default_factory=list)  # loc, hreflang href, line
 
     def add(self, problem: Problem) -> None:
         self.counts[problem.warning] += 1
@@ -154,6 +159,7 @@ class _Document:
         self.findings = findings
         self.rules = rules
         self.own = _own_url(self.location, rules.base_url)
+        self.stamps = Stamps()
         self._closed = False
 
     def problem(self, line: int, message: str, *, warning: bool = False) -> None:
@@ -231,6 +237,8 @@ class _Document:
         limit, what = (MAX_URLS, "URLs") if root_tag == URLSET else (MAX_SITEMAPS, "sitemaps")
         if count == 0:
             self.problem(1, f"lists no {what} (the schema requires at least one)")
+        for line, message in self.stamps.shared(self.findings.urls):
+            self.problem(line, message, warning=True)
         if count > limit:
             self.problem(1, f"lists {count:,} {what}, over the limit of {limit:,}")
 
@@ -268,49 +276,65 @@ class _Document:
         if _tag(element) != _NS + "url":
             self.problem(line, f"unexpected element {_tag(element)} in a urlset")
             return
-        values: dict[str, str] = {}
-        for child in element:
-            tag = _tag(child)
-            if tag in _URL_CHILDREN:
-                values[tag[len(_NS) :]] = (child.text or "").strip()
-            elif tag.startswith(_NS):
-                self.problem(child.sourceline or line, f"unexpected element {tag} in <url>")
+        values, lines = self._values(element, _URL_CHILDREN)
+        alternates = [
+            (child.get("href", "").strip(), child.sourceline or line)
+            for child in element
+            if child.tag == _XHTML_LINK and child.get("rel") == "alternate" and child.get("hreflang")
+        ]
         loc = values.get("loc")
         if loc is None:
             self.problem(line, "<url> without <loc>")
         else:
-            self._loc(line, loc, under_directory=True)
+            at = lines["loc"]  # each problem at the line of its own element, not its <url>'s
+            self._loc(at, loc, under_directory=True)
             if len(self.findings.lines) < MAX_URLS:
-                self.findings.fingerprints += hashlib.blake2b(loc.encode(), digest_size=8).digest()
-                self.findings.lines.append(line)
+                self.findings.fingerprints += fingerprint(loc)
+                self.findings.lines.append(at)
+                if self.rules.keep_locs:
+                    self.findings.locs.append(loc)
+            self.findings.alternates.extend((loc, href, where) for href, where in alternates)
         if "lastmod" in values:
-            self._lastmod(line, values["lastmod"])
+            self._lastmod(lines["lastmod"], values["lastmod"], tally=True)
         changefreq = values.get("changefreq")
         if changefreq is not None and changefreq not in CHANGEFREQS:
-            self.problem(line, f"changefreq {changefreq!r} is not one of {', '.join(sorted(CHANGEFREQS))}")
+            self.problem(lines["changefreq"], f"changefreq {changefreq!r} is not one of {_FREQS}")
         priority = values.get("priority")
         if priority is not None and not valid_priority(priority):
-            self.problem(line, f"priority {priority!r} is not a number from 0.0 to 1.0")
+            self.problem(lines["priority"], f"priority {priority!r} is not a number from 0.0 to 1.0")
+
+    def _values(self, element: etree._Element, names: set[str]) -> tuple[dict[str, str], dict[str, int]]:
+        """An entry's protocol values by name, and the line of each one's element."""
+        line = element.sourceline or 0
+        values: dict[str, str] = {}
+        lines: dict[str, int] = {}
+        parent = _tag(element)[len(_NS) :]
+        for child in element:
+            tag = _tag(child)
+            if tag in names:
+                values[tag[len(_NS) :]], lines[tag[len(_NS) :]] = (
+                    (child.text or "").strip(),
+                    child.sourceline or line,
+                )
+            elif tag.startswith(_NS):
+                self.problem(child.sourceline or line, f"unexpected element {tag} in <{parent}>")
+        return values, lines
 
     def _sitemap(self, element: etree._Element) -> None:
         line = element.sourceline or 0
         if _tag(element) != _NS + "sitemap":
             self.problem(line, f"unexpected element {_tag(element)} in a sitemap index")
             return
-        values = {
-            child.tag[len(_NS) :]: (child.text or "").strip()
-            for child in element
-            if child.tag in _SITEMAP_CHILDREN
-        }
+        values, lines = self._values(element, _SITEMAP_CHILDREN)
         if "lastmod" in values:
-            self._lastmod(line, values["lastmod"])
+            self._lastmod(lines["lastmod"], values["lastmod"])
         loc = values.get("loc")
         if loc is None:
             self.problem(line, "<sitemap> without <loc>")
             return
-        if not self._loc(line, loc, under_directory=False):
+        if not self._loc(lines["loc"], loc, under_directory=False):
             return
-        listing = Listing(self.location, line)
+        listing = Listing(self.location, lines["loc"])
         if len(self.findings.children) >= MAX_SITEMAPS:
             return  # over the limit (reported once the index is read): not followed
         if is_url(self.location):
@@ -339,12 +363,14 @@ class _Document:
             self.problem(line, f"loc {loc[:200]!r} is not under the sitemap's directory {directory}")
         return True
 
-    def _lastmod(self, line: int, text: str) -> None:
+    def _lastmod(self, line: int, text: str, *, tally: bool = False) -> None:
         moment = w3c(text)
         if moment is None:
             self.problem(line, f"lastmod {text!r} is not a W3C Datetime")
         elif moment > self.rules.now() + timedelta(days=1 if len(text) <= 10 else 0, minutes=5):
             self.problem(line, f"lastmod {text} is in the future")
+        elif tally:
+            self.stamps.add(moment, line, text)
 
 
 def _first_error(error: etree.XMLSyntaxError) -> tuple[int, str]:

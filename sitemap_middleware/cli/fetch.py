@@ -39,7 +39,17 @@ from ..protocol.render import MAX_BYTES
 from .origins import OriginMap
 from .transport import DeadlineTransport, within
 
-__all__ = ["Deadline", "FetchError", "Fetcher", "Limits", "Opened", "TooLarge", "is_url"]
+__all__ = [
+    "USER_AGENT",
+    "Deadline",
+    "FetchError",
+    "Fetcher",
+    "Limits",
+    "Opened",
+    "Stream",
+    "TooLarge",
+    "is_url",
+]
 
 USER_AGENT = "sitemap-middleware-validate"
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -111,15 +121,21 @@ def is_url(target: str) -> bool:
 
 
 class Fetcher:
-    """One HTTP client for a run: a pool of ``connections``, shared by threads."""
+    """One HTTP client for a run: a pool of ``connections``, shared by threads; ``transport``
+    replaces the network (an app called in-process: inprocess.py), under the same rules."""
 
     def __init__(
-        self, limits: Limits | None = None, *, connections: int = 8, origins: OriginMap | None = None
+        self,
+        limits: Limits | None = None,
+        *,
+        connections: int = 8,
+        origins: OriginMap | None = None,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.limits = limits or Limits()
         self.origins = origins or OriginMap()  # --map-origin: URLs stay public, sent to the local
         self._client = httpx.Client(
-            transport=DeadlineTransport(connections),
+            transport=transport or DeadlineTransport(connections),
             headers={"User-Agent": USER_AGENT, "Accept-Encoding": "gzip"},
             timeout=self.limits.timeout,  # and each operation at most what is left (transport.py)
             follow_redirects=False,  # followed by `request`, by its own rules
@@ -141,25 +157,26 @@ class Fetcher:
 
     @contextmanager
     def request(
-        self, url: str, *, method: str = "GET", deadline: Deadline | None = None
+        self, url: str, *, method: str = "GET", deadline: Deadline | None = None, follow: bool = True
     ) -> Iterator[httpx.Response]:
-        """The response to ``url`` once the allowed redirects are followed, its body not read yet;
-        ``deadline`` (or the document's own, if sooner) holds until the block ends."""
+        """The response to ``url`` once the allowed redirects are followed (``follow=False``: the
+        first answer, a redirect included), its body not read yet; ``deadline`` (or the
+        document's own, if sooner) holds until the block ends."""
         deadline = self.deadline(deadline)
         with within(deadline.at):
             with _reasons(deadline):
-                response = self._follow(method, httpx.URL(url))
+                response = self._follow(method, httpx.URL(url), follow)
             try:
                 yield response
             finally:
                 response.close()
 
-    def _follow(self, method: str, url: httpx.URL) -> httpx.Response:
+    def _follow(self, method: str, url: httpx.URL, follow: bool = True) -> httpx.Response:
         origin = url
         for hop in range(self.limits.max_redirects + 1):
             sent = httpx.URL(self.origins.local(str(url))) if self.origins else url
             response = self._client.send(self._client.build_request(method, sent), stream=True)
-            if not response.is_redirect:
+            if not response.is_redirect or not follow:
                 return response
             response.close()
             url = url.join(response.headers["Location"])

@@ -18,6 +18,9 @@ class Progress:
     def validated(self, summary: Summary) -> None:
         self._show(f"checked {summary.files:,} files, {summary.urls:,} URLs, {summary.problems:,} problems")
 
+    def audited(self, requested: int, total: int, problems: int) -> None:
+        self._show(f"requested {requested:,} of {total:,} listed URLs, {problems:,} problems")
+
     def exported(self, files: int) -> None:
         self._show(f"wrote {files:,} files")
 

@@ -93,8 +93,9 @@ class TextFormat:
         print(f"{location}:0: warning: {message}", file=self.out)
 
     def summary(self, summary: Summary, code: int) -> None:
+        requested = f" ({summary.requested:,} requested)" if summary.requested else ""  # --urls
         print(
-            f"checked {summary.files:,} files, {summary.urls:,} URLs: "
+            f"checked {summary.files:,} files, {summary.urls:,} URLs{requested}: "
             f"{summary.problems:,} problems, {summary.warnings:,} warnings",
             file=self.out,
         )

@@ -29,9 +29,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import islice
 
+import httpx
+
 from ..errors import ConfigurationError
+from .audit import MAX_AUDITED, MAX_WORKERS, Audit, AuditOptions, Sample
 from .document import Findings, Job, Listing, Problem, Rules, check_document
 from .fetch import Deadline, Fetcher, FetchError, Limits, is_url
+from .hreflang import Alternates
 from .origins import OriginMap
 from .schemas import Schemas
 from .values import split
@@ -49,6 +53,7 @@ class Summary:
     urls: int = 0
     problems: int = 0
     warnings: int = 0
+    requested: int = 0  # listed URLs requested (``audit``)
     unreadable: bool = False  # the starting point itself could not be read: exit 2
 
 
@@ -66,6 +71,9 @@ class Checker:
     - ``concurrency``: documents read at once (threads, sharing one connection pool).
     - ``origins``: public origins fetched from local ones (`OriginMap`, ``--map-origin``); every
       URL, the starting target's too, is reported as public.
+    - ``audit``: also request the listed URLs (`AuditOptions`: audit.py), once the tree is read;
+      ``audit_progress`` is its progress display.
+    - ``transport``: what answers instead of the network (an app in-process: inprocess.py).
 
     Past the first 1,000 problems of a file, one more `Problem` says how many were not shown.
     """
@@ -79,8 +87,13 @@ class Checker:
     run_timeout: float = 3600.0
     concurrency: int = 8
     origins: OriginMap = field(default_factory=OriginMap)
+    audit: AuditOptions | None = None
+    audit_progress: Callable[[int, int, int], None] | None = None
+    transport: httpx.BaseTransport | None = None
     summary: Summary = field(default_factory=Summary)
+    _sample: Sample | None = None
     _fingerprints: set[bytes] = field(default_factory=set)
+    _alternates: Alternates = field(default_factory=Alternates)
 
     def __post_init__(self) -> None:
         parts = None if self.base_url is None else split(self.base_url)
@@ -99,7 +112,9 @@ class Checker:
         """Check ``target`` and everything it leads to."""
         run = Deadline.after(self.run_timeout, "the run's deadline")
         target = self.origins.public(target) if is_url(target) else target
-        rules = Rules(self.schemas, self.base_url, self.now)
+        rules = Rules(self.schemas, self.base_url, self.now, keep_locs=self.audit is not None)
+        self._sample = None if self.audit is None else Sample(self.audit)
+        connections = self.concurrency if self.audit is None else max(self.concurrency, MAX_WORKERS)
         seen = {_key(target)}
         # In report order: an index's children go in right after it, before its later siblings
         # (some of which may be read already); at most `ahead` read or being read, unreported.
@@ -107,7 +122,9 @@ class Checker:
         ahead, reading, unchecked = _AHEAD * self.concurrency, 0, 0
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="sitemap-validate")
         try:
-            with Fetcher(self.limits, connections=self.concurrency, origins=self.origins) as fetcher:
+            with Fetcher(
+                self.limits, connections=connections, origins=self.origins, transport=self.transport
+            ) as fetcher:
 
                 def start(job: Job, findings: Findings) -> Future[None]:
                     return pool.submit(_read, fetcher, job, findings, rules, run)
@@ -129,6 +146,8 @@ class Checker:
                     self._merge(findings)
                     children = [_Entry(child) for child in findings.children if _first(seen, child)]
                     pending.extendleft(reversed(children))
+                self._reciprocity()
+                self._audit(fetcher, run)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         if unchecked:
@@ -136,6 +155,29 @@ class Checker:
             self.report(Problem(target, 0, message, kind="deadline"))
             self.summary.problems += 1
         return self.summary
+
+    def _audit(self, fetcher: Fetcher, run: Deadline) -> None:
+        """Request the listed URLs (audit.py), in the order listed, once the tree is read."""
+        if self.audit is None or self._sample is None:
+            return
+        targets = self._sample.targets()
+        if self._sample.skipped and targets:
+            message = (
+                f"{self._sample.skipped:,} listed URLs past the first {MAX_AUDITED:,} not requested "
+                "(--urls N requests a sample spread over every file)"
+            )
+            self.report(Problem(targets[0].location, 0, message, warning=True))
+            self.summary.warnings += 1
+        audit = Audit(fetcher, self.audit, self.report, self.audit_progress)
+        self.summary.problems += audit.run(targets, run)
+        self.summary.requested = audit.requested
+
+    def _reciprocity(self) -> None:
+        """hreflang pairs not listed back, once every file is in (hreflang.py)."""
+        for problem in self._alternates.problems(listed=self._fingerprints.__contains__):
+            self.report(problem)
+        self.summary.problems += self._alternates.counts[0]
+        self.summary.warnings += self._alternates.counts[1]
 
     # -- in the order listed -----------------------------------------------------------------
 
@@ -148,6 +190,9 @@ class Checker:
         summary.files += findings.read
         summary.urls += findings.urls
         summary.unreadable |= findings.unreadable
+        if self._sample is not None:
+            self._sample.add(findings.location, findings.locs, findings.lines)
+        self._alternates.add(findings.location, findings.alternates)
         problems, warnings = findings.counts
         summary.problems += problems
         summary.warnings += warnings

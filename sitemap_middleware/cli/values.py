@@ -7,12 +7,13 @@ valid_priority("0.8")
 
 from __future__ import annotations
 
+import hashlib
 import re
 import urllib.parse
 from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
 
-__all__ = ["BAD_PERCENT", "MAX_LOC", "URI", "split", "valid_priority", "w3c"]
+__all__ = ["BAD_PERCENT", "MAX_LOC", "URI", "fingerprint", "split", "valid_priority", "w3c"]
 
 MAX_LOC = 2047  # sitemaps.org: "less than 2,048 characters"
 # RFC 3986: the characters a URI may hold, and a "%" only before two hex digits.
@@ -24,6 +25,11 @@ W3C_DATETIME = re.compile(
     r"(?:T(?P<time>\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)(?P<zone>Z|[+-]\d{2}:\d{2}))?)?)?"
 )
 PRIORITY = re.compile(r"\d*\.?\d+|\d+\.")
+
+
+def fingerprint(loc: str) -> bytes:
+    """8 bytes standing for a loc: duplicates and hreflang pairs are found by these."""
+    return hashlib.blake2b(loc.encode(), digest_size=8).digest()
 
 
 def split(url: str) -> urllib.parse.SplitResult | None:
