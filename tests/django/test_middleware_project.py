@@ -39,7 +39,8 @@ NATIVE = {
 
         SECRET_KEY = "test-only"
         DEBUG = False
-        ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+        ALLOWED_HOSTS = ["127.0.0.1", "localhost", "shop.example"]
+        WSGI_APPLICATION = "myproject.wsgi.application"
         INSTALLED_APPS = ["sitemap_middleware.django", "shop"]
         MIDDLEWARE = [
             "django.middleware.security.SecurityMiddleware",
@@ -237,6 +238,15 @@ def test_manage_py_sitemaps_export_validate_and_refresh(site, tmp_path):
     live = shop.run("sitemaps", "validate", f"http://127.0.0.1:{server.port}/robots.txt")
     # The live tree names the public origin, unreachable from here: validate says so, exit 2.
     assert live.returncode in (1, 2) and "checked" in live.stdout
+
+
+def test_manage_py_sitemaps_validate_without_a_target_audits_the_project_in_process(site):
+    _, shop = stocked(site)
+    checked = shop.run("sitemaps", "validate", "--urls", "all")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    summary = checked.stdout.strip().splitlines()[-1]
+    assert "0 problems" in summary and " requested)" in summary  # every listed URL asked of the app
+    assert int(summary.split("(")[1].split()[0].replace(",", "")) >= 2
 
 
 def test_manage_py_sitemaps_refresh_of_an_unknown_section_fails(site):
