@@ -80,7 +80,7 @@ class Sitemaps(PushMethods):
       to render every request (a CDN-only setup, benchmarks).
     - ``cache_control``: the ``Cache-Control`` of sitemap documents (``None`` omits it).
     - ``robots_tag``: the ``X-Robots-Tag`` of sitemap documents (keeps them out of results; ``None``: none).
-    - ``cache_tags``: a header naming the tags CDNs purge by (``"Cache-Tag"``, ``"Surrogate-Key"``; docs/push.md).
+    - ``cache_tags``: a header naming the tags CDNs purge by (``"Cache-Tag"``, ``"Surrogate-Key"``; docs).
     - ``hosts``: serve several sites from one app: a `Hosts` (the allow-list, and whether
       to reject other hosts or trust forwarded headers), or just its list of host names
       or mapping of host name to base URL. Any other ``Host`` gets ``base_url``'s site.
