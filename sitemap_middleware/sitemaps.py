@@ -80,7 +80,7 @@ class Sitemaps(PushMethods):
       to render every request (a CDN-only setup, benchmarks).
     - ``cache_control``: the ``Cache-Control`` of sitemap documents (``None`` omits it).
     - ``robots_tag``: the ``X-Robots-Tag`` of sitemap documents (keeps them out of results; ``None``: none).
-    - ``cache_tags``: a header naming the tags CDNs purge by (``"Cache-Tag"``, ``"Surrogate-Key"``; README).
+    - ``cache_tags``: a header naming the tags CDNs purge by (``"Cache-Tag"``, ``"Surrogate-Key"``; docs).
     - ``hosts``: serve several sites from one app: a `Hosts` (the allow-list, and whether
       to reject other hosts or trust forwarded headers), or just its list of host names
       or mapping of host name to base URL. Any other ``Host`` gets ``base_url``'s site.
@@ -103,15 +103,15 @@ class Sitemaps(PushMethods):
       ``"auto"`` (ISA-L when the ``isal`` package is installed, as
       ``sitemap-middleware[fast]`` does, else zlib), ``"isal"`` (raises when it is
       missing) or ``"zlib"`` (the standard library, level 6). ETags never depend on
-      it; the gzip bytes do, so run one choice across a deployment (see the README).
+      it; the gzip bytes do, so run one choice across a deployment (docs/caching.md).
     - ``changes``: a `ChangeLog` (``ChangeLog.sqlite(path)``, ``ChangeLog.redis(url)``) in
       which every page rendered completely is recorded: what was added, changed or removed
-      since, read with ``sitemaps.changes.since(when)`` (see the README, "What changed").
+      since, read with ``sitemaps.changes.since(when)`` (docs/changes.md).
     - ``max_shrink``: the share of its URLs a section may lose at once (in (0, 1]; ``None``:
       any); past it the last published documents are served until ``accept_shrink`` or it
-      grows back (see the README, "When a section shrinks").
+      grows back (docs/changes.md, "When a section shrinks").
     - ``push``: where the log's changes go, off every request (``[IndexNow(...)]``, a ``Push``;
-      `sitemap_middleware.push`, README "Telling search engines and CDNs"), with ``on_change``.
+      `sitemap_middleware.push`, docs/push.md), with ``on_change``.
     - ``clock``: wall clock for ``Last-Modified`` and the change log; inject a fake one in tests.
     - ``app``: a Flask app to serve in front of at once (`init_app`).
 
@@ -342,7 +342,7 @@ class Sitemaps(PushMethods):
         async code, call it in a thread (``await anyio.to_thread.run_sync(sitemaps.invalidate)``).
         Such a store raises `InvalidationError` when it cannot record it (Redis
         unreachable): the other workers have not heard it; make it again later, or let
-        the TTL catch up (see the README, "When your data changes").
+        the TTL catch up (docs/caching.md, "When your data changes").
         """
         if section is not None and section not in self._sections:
             raise ConfigurationError(f"no section named {section!r}")

@@ -159,7 +159,7 @@ _INDEX_FILE = re.compile(r"/sitemap-index-([0-9]+)\.xml", re.DOTALL)
 def expected_answer(path: str) -> str:
     """Who answers the (decoded) ``path``: "document", "missing" (our 404), "robots" or "app".
 
-    Written from the README's table, independently of ``match_route``: a section name never
+    Written from the table in docs/use.md, independently of ``match_route``: a section name never
     holds a digit-only "-<n>" tail, so the last "-" splits section from page number.
     """
     if path == "/robots.txt":
@@ -579,7 +579,7 @@ def test_every_entry_is_served_or_counted_as_skipped(
     )
     counters = sitemaps.stats.snapshot().get("items", {})
     skipped = sum(value for name, value in counters.items() if name.startswith("skipped:"))
-    # README: every skipped entry is counted as skipped:<reason>. Each page is rendered once
+    # docs/protocol.md: every skipped entry is counted as skipped:<reason>. Each page is rendered once
     # (then cached), planning never counts a skip, and page 1 was rendered even when nothing
     # is valid; so every entry is exactly one served <url> or exactly one skip.
     assert served.total() + skipped == len(pairs)
@@ -589,7 +589,7 @@ def test_every_entry_is_served_or_counted_as_skipped(
 
 Served = tuple[str, str | None, str | None, str | None]  # loc, lastmod, changefreq, priority
 
-# README: a lastmod later than the clock (by more than 10 minutes; a date, than the day it
+# docs/protocol.md: a lastmod later than the clock (by more than 10 minutes; a date, than the day it
 # may already be somewhere, UTC+14) or earlier than 1991 is not published. The sitemaps
 # below run at the fake clock `NOW`.
 CLOCK = datetime.fromtimestamp(NOW, UTC).replace(tzinfo=None)

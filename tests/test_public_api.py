@@ -29,12 +29,12 @@ def test_every_public_name_is_in_all() -> None:
 
 
 def test_documented_names_are_exported() -> None:
-    # README and the issue: these names are the API users write against.
+    # The README, docs/ and the issue: these names are the API users write against.
     documented = {"Sitemaps", "Url", "ConfigurationError", "EntryError", "MemoryStore", "CacheStore"}
     assert documented <= set(sitemap_middleware.__all__)
 
 
-# The integrations' public paths, as README.md imports them: the packages' modules may move.
+# The integrations' public paths, as docs/ imports them: the packages' modules may move.
 INTEGRATIONS = {
     "sitemap_middleware.django": [
         "KeysetSource",

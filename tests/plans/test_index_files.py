@@ -102,7 +102,7 @@ def test_robots_names_every_index_file(make_client: MakeClient) -> None:
 
 
 def test_robots_before_any_index_file_was_built_names_only_the_first(make_client: MakeClient) -> None:
-    # robots.txt never calls a provider (README: "More than 50,000 sitemap files").
+    # robots.txt never calls a provider (docs/large-catalogues.md, "More than 50,000 sitemap files").
     sitemaps, tables = counted({"tiny": (120_001, 1)})
     client = make_client(sitemaps)
     assert sitemap_lines(client.get("/robots.txt").body) == [f"{BASE}/sitemap-index.xml"]
