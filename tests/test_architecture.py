@@ -107,4 +107,5 @@ def test_modules_stay_small_and_the_adapters_translate_only() -> None:
         for path in PACKAGE.rglob("*.py")
     }
     assert {name: n for name, n in sizes.items() if n > 420} == {}
-    assert {name: sizes[name] for name in ("asgi.py", "wsgi.py") if sizes[name] > 175} == {}
+    adapters = ("asgi.py", "wsgi.py", "django/middleware.py")
+    assert {name: sizes[name] for name in adapters if sizes[name] > 175} == {}

@@ -16,25 +16,24 @@ app's own robots.txt is the rest of the chain, ``get_response``, for the same re
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Callable, Iterable, MutableMapping
+from collections.abc import Callable, Iterable, MutableMapping
 from http import HTTPStatus
 from typing import Any
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
 
-from ..asgi import Message, Receive, Send, SitemapASGIMiddleware
+from ..asgi import Receive, Send, SitemapASGIMiddleware
 from ..web.rules import route_path
 from ..wsgi import SitemapWSGIMiddleware
 from .settings import configured_sitemaps
+from .streaming import AsgiAnswer
 
 __all__ = ["SitemapMiddleware"]
 
 # Where the Django request rides in the environ or scope handed to the adapter, so that
 # the app's own answer (robots.txt) is asked of ``get_response`` with it.
 _REQUEST = "sitemap_middleware.django.request"
-_END = object()
 
 
 class SitemapMiddleware:
@@ -82,7 +81,7 @@ class SitemapMiddleware:
             is None
         ):
             return await self.get_response(request)
-        body = _Body()
+        body = AsgiAnswer()
         task = body.start(self._asgi, {**scope, _REQUEST: request})
         try:
             start = await body.messages.get()
@@ -117,58 +116,6 @@ class SitemapMiddleware:
         ]
         await send({"type": "http.response.start", "status": response.status_code, "headers": raw})
         await send({"type": "http.response.body", "body": body})
-
-
-class _Body:
-    """The ASGI adapter's answer, run as a task of its own, as Django's async streaming
-    content: its messages pass one at a time (the client paces the adapter), and however
-    the response ends (read, the client gone, Django closing it unread), the adapter
-    hears ``http.disconnect`` and is cancelled, so what it holds is released."""
-
-    def __init__(self) -> None:
-        self.messages: asyncio.Queue[Any] = asyncio.Queue(maxsize=1)
-        self._gone = asyncio.Event()
-        self._loop = asyncio.get_running_loop()
-        self._task: asyncio.Future[None] | None = None
-
-    def start(
-        self, app: Callable[[Any, Receive, Send], Any], scope: MutableMapping[str, Any]
-    ) -> asyncio.Task[None]:
-        self._task = asyncio.ensure_future(self._answer(app, scope))
-        return self._task
-
-    async def _answer(
-        self, app: Callable[[Any, Receive, Send], Any], scope: MutableMapping[str, Any]
-    ) -> None:
-        try:
-            await app(scope, self._receive, self.messages.put)
-        except Exception as error:  # to the response's reader: an aborted page
-            await self.messages.put(error)
-        else:
-            await self.messages.put(_END)
-
-    async def _receive(self) -> Message:
-        await self._gone.wait()
-        return {"type": "http.disconnect"}
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        try:
-            while (message := await self.messages.get()) is not _END:
-                if isinstance(message, BaseException):
-                    raise message
-                if message.get("body"):
-                    yield message["body"]
-        finally:
-            self._end()
-
-    def close(self) -> None:
-        """Django's ``response.close()``, from whichever thread it runs in."""
-        self._loop.call_soon_threadsafe(self._end)
-
-    def _end(self) -> None:
-        self._gone.set()
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
 
 
 def _streaming(status: int, headers: list[tuple[str, str]], body: Any) -> StreamingHttpResponse:
