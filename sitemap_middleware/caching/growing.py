@@ -143,8 +143,7 @@ class Growing:
                 if not cut:
                     self._gzip.append(parts[1])
                     if self._fronts:
-                        low = min(reader.index for reader in self._fronts)
-                        self._window.add(self._chunks, parts[0], low)
+                        self._hold(parts[0])
                     self._chunks += 1
                     self.made += len(parts[0])
                     self.last_growth = time.monotonic()
@@ -197,6 +196,25 @@ class Growing:
             self._close_production(tail is not None)
         finally:
             self._on_end(self)
+
+    def _hold(self, chunk: bytes) -> None:
+        """Under the lock: the new chunk in the window, for the identity readers still in it.
+
+        A reader whose chunk the window dropped (it fell `window.WINDOW` bytes behind) is at
+        the front no longer: the window stops holding chunks for it at once, rather than
+        when it next reads, or never, if it stopped reading.
+        """
+        window, index = self._window, self._chunks
+        window.add(index, chunk, min(reader.index for reader in self._fronts))
+        behind = [
+            reader for reader in self._fronts if reader.index <= index and window.get(reader.index) is None
+        ]
+        if behind:
+            self._fronts.difference_update(behind)
+            if self._fronts:
+                window.trim(min(reader.index for reader in self._fronts))
+            else:
+                window.clear()
 
     def _close_window(self) -> None:
         # Under the lock, at the end: the window is for readers of a render that runs, and

@@ -175,10 +175,23 @@ def test_a_sync_reader_whose_client_leaves_first_ends_a_render_nobody_reads() ->
     assert growing.ended and production.closed == [False]
 
 
+class Made:
+    """``count`` chunks of 100,000 bytes, each made when asked for: nothing holds them."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index: int) -> bytes:
+        return xml_chunk(index * 2500, 100_000)
+
+
 class Pieces:
     """A `Production` of the given identity chunks, gzipped as a render's are (`GzipWriter`)."""
 
-    def __init__(self, chunks: list[bytes], gzip: Gzip = GZIP) -> None:
+    def __init__(self, chunks: list[bytes] | Made, gzip: Gzip = GZIP) -> None:
         self.chunks = chunks
         self.writer = gzip.writer()
         self.pieces: list[bytes] = []
@@ -346,13 +359,12 @@ def test_every_reader_reads_the_whole_document_whatever_the_interleaving(
 
 
 def test_a_slow_identity_reader_holds_no_chunk_made_after_it() -> None:
-    chunks = [xml_chunk(n * 2500, 100_000) for n in range(60)]  # 6 MB identity, ~0.3 MB gzip
-    growing = Growing("page|p|1", Pieces(list(chunks)), lambda _: None, GZIP.inflater)
+    made = Made(60)  # 6 MB identity, made as asked: what the render holds is what is traced
+    growing = Growing("page|p|1", Pieces(made), lambda _: None, GZIP.inflater)
     slow, fast = growing.reader(gzip=False), growing.join(gzip=False)
     assert fast is not None
     growing.step()
-    assert slow.take() == chunks[0]  # then it stops reading
-    del chunks  # the production's chunks are its own: what the render holds is what is traced
+    assert slow.take() == made[0]  # then it stops reading
     tracemalloc.start()
     try:
         start = tracemalloc.get_traced_memory()[0]
@@ -362,3 +374,27 @@ def test_a_slow_identity_reader_holds_no_chunk_made_after_it() -> None:
     finally:
         tracemalloc.stop()
     assert held < 2 * 1024 * 1024  # the window, at most (1 MiB), and the gzip body
+
+
+def test_an_identity_reader_the_render_left_behind_holds_no_window() -> None:
+    made = Made(40)  # 4 MB identity
+    production = Pieces(made)
+    growing = Growing("page|p|1", production, lambda _: None, GZIP.inflater, window=300_000)
+    stuck, driver = growing.reader(gzip=False), growing.join(gzip=True)
+    assert driver is not None
+    growing.step()
+    assert stuck.take() == made[0]  # then it stops reading, at the front
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        for _ in range(30):  # 3 MB past it: far beyond its window
+            growing.step()
+            driver.take()
+        gzip = sum(len(piece) for piece in production.pieces[1:])
+        held = tracemalloc.get_traced_memory()[0] - start - gzip
+    finally:
+        tracemalloc.stop()
+    assert held < 100_000  # no identity chunk is kept for a reader that can never take it
+    while growing.step():
+        pass
+    assert read_all(stuck) == b"".join(made[n] for n in range(1, 40))
