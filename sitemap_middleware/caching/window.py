@@ -3,9 +3,9 @@
 A growing document is kept as gzip (`caching.growing`), and an identity reader could
 inflate it all; but a reader that keeps up with the render wants exactly the chunk just
 made, which existed uncompressed a moment ago. The window holds those chunks, from the
-slowest identity reader still reading them up to the newest, and never more than
-`WINDOW` bytes (the newest chunk always): a reader it no longer holds goes on inflating
-the gzip pieces, from where it is, with no copy of anything before it::
+slowest identity reader still in it up to the newest, and never more than `WINDOW`
+bytes (the newest chunk always): a reader it no longer holds is out of it for good, and
+goes on inflating the gzip pieces, from where it is, with no copy of anything before it::
 
     window = RawWindow()
     window.add(0, chunk, keep_from=0)       # chunk 0, kept for readers from 0 on
