@@ -14,15 +14,18 @@ clients that ask while it renders get its first bytes at once and finish when it
 
 The document grows once, as the gzip pieces of the body being stored (each flushed,
 `web.compress.GzipWriter`, so what exists can be read at once); a gzip reader is sent
-them, an identity reader inflates them as it goes with a decompressor of its own (an
-inflated copy kept for identity readers would double a render's memory, for the readers
-a hostile client opens most cheaply). Steps are taken one at a time (a lock) by whoever
-drives the render: the ASGI adapter's producer task, in render threads, at the
-provider's pace; under WSGI, whichever reader needs the next bytes first (`SyncReader`),
-so a client that stops reading never holds the others. Once complete, readers go on in
-the stored body itself; a reader is handed at most `MOST` bytes a take, so a slow client
-costs no more than that in the server's buffers. Memory is bounded by the renders in
-flight times one (gzip) document, whatever the number of readers.
+them. An identity reader that keeps up is sent each chunk as it was made, from the
+render's newest chunks (`caching.window`: at most `window.WINDOW` bytes, and only those
+an identity reader has yet to take); one that falls behind them inflates the pieces
+from where it is, with a decompressor of its own (an inflated copy kept for identity
+readers would double a render's memory, for the readers a hostile client opens most
+cheaply). Steps are taken one at a time (a lock) by whoever drives the render: the ASGI
+adapter's producer task, in render threads, at the provider's pace; under WSGI,
+whichever reader needs the next bytes first (`SyncReader`), so a client that stops
+reading never holds the others. Once complete, readers go on in the stored body itself;
+a reader is handed at most `MOST` bytes a take, so a slow client costs no more than that
+in the server's buffers. Memory is bounded by the renders in flight times one (gzip)
+document and one window, whatever the number of readers.
 """
 
 from __future__ import annotations
@@ -31,34 +34,34 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import Protocol
+from collections.abc import Callable
+from typing import Literal, Protocol
 
 import anyio
 
 from ..errors import ProviderError
+from .reading import MOST, Inflater, Mark, Reader, SyncReader
+from .window import WINDOW, RawWindow, after
 
 __all__ = ["MOST", "Growing", "Production", "Reader", "SyncReader"]
-
-# The most bytes one take hands a client: a reader who is behind is sent the document a
-# piece at a time (a server buffers what it is given whole, at a slow client's expense).
-MOST = 256 * 1024
 
 
 class Production(Protocol):
     """What makes a growing document: its next parts, its end, and what it holds."""
 
     def next_parts(self) -> tuple[bytes, bytes] | None:
-        """The next chunk as ``(identity, gzip piece)``; ``None`` once the last was made
+        """The next chunk as ``(identity, gzip piece)``, the piece holding all of the chunk
+        and ending at a flush point (`caching.window`); ``None`` once the last was made
         (the production has then stored the document, if it is stored at all)."""
         ...
 
     def tail(self) -> bytes:
-        """The gzip trailer, known once `next_parts` returned ``None``."""
+        """The gzip trailer, known once `next_parts` returned ``None``: no identity bytes."""
         ...
 
     def body(self) -> bytes:
-        """The whole gzip document, as stored, once `next_parts` returned ``None``."""
+        """The whole gzip document, as stored, once `next_parts` returned ``None``: the
+        pieces, then the tail."""
         ...
 
     def close(self, completed: bool) -> None:
@@ -74,17 +77,24 @@ class Growing:
         key: str,
         production: Production,
         on_end: Callable[[Growing], None],
-        inflater: Callable[[], Inflater],
+        inflater: Callable[..., Inflater],
+        *,
+        window: int = WINDOW,
     ) -> None:
         self.key = key
         self._production = production
         self._on_end = on_end
-        self._inflater = inflater  # a fresh gzip decompressor, for each identity reader
+        # A fresh gzip decompressor for an identity reader behind the window; given the
+        # identity before a piece, one that starts there (`web.compress.Gzip.inflater`).
+        self.inflater = inflater
         self._changed = threading.Condition()
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._complete: bytes | None = None  # the stored gzip body, once complete
         self._stepping = threading.Lock()  # one step at a time, on whatever thread
         self._gzip: list[bytes] = []
+        self._chunks = 0  # chunks made so far
+        self._window = RawWindow(window)  # the newest chunks, for identity readers that keep up
+        self._fronts: set[Reader] = set()  # the identity readers reading from the window
         self._ended = False
         self._error: BaseException | None = None
         self._readers = 0
@@ -132,6 +142,9 @@ class Growing:
                 cut = self._ended  # `fail` ended it while this step ran in an abandoned thread
                 if not cut:
                     self._gzip.append(parts[1])
+                    if self._fronts:
+                        self._hold(parts[0])
+                    self._chunks += 1
                     self.made += len(parts[0])
                     self.last_growth = time.monotonic()
                     self._notify()
@@ -157,6 +170,7 @@ class Growing:
                 return
             self._ended = True
             self._error = error
+            self._close_window()
             self._notify()
         try:
             if self._stepping.acquire(blocking=False):  # no step running: close it here
@@ -176,11 +190,38 @@ class Growing:
                 self._complete = self._production.body()
                 self._gzip = []
             self._error = error
+            self._close_window()
             self._notify()
         try:
             self._close_production(tail is not None)
         finally:
             self._on_end(self)
+
+    def _hold(self, chunk: bytes) -> None:
+        """Under the lock: the new chunk in the window, for the identity readers still in it.
+
+        A reader whose chunk the window dropped (it fell `window.WINDOW` bytes behind) is at
+        the front no longer: the window stops holding chunks for it at once, rather than
+        when it next reads, or never, if it stopped reading.
+        """
+        window, index = self._window, self._chunks
+        window.add(index, chunk, min(reader.index for reader in self._fronts))
+        behind = [
+            reader for reader in self._fronts if reader.index <= index and window.get(reader.index) is None
+        ]
+        if behind:
+            self._fronts.difference_update(behind)
+            if self._fronts:
+                window.trim(min(reader.index for reader in self._fronts))
+            else:
+                window.clear()
+
+    def _close_window(self) -> None:
+        # Under the lock, at the end: the window is for readers of a render that runs, and
+        # the readers at the front go on inflating (a complete document's readers could
+        # otherwise hold its window for as long as they take, beyond `max_renders`).
+        self._window.clear()
+        self._fronts.clear()
 
     def at_end(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` once the production is closed (what its provider runs on)."""
@@ -198,9 +239,9 @@ class Growing:
 
     def reader(self, *, gzip: bool) -> Reader:
         """A new reader from the start of the document (its first, made with it)."""
-        with self._changed:
-            self._readers += 1
-        return Reader(self, None if gzip else self._inflater())
+        reader = self.join(gzip=gzip)
+        assert reader is not None  # made with the document, before it can end
+        return reader
 
     def join(self, *, gzip: bool) -> Reader | None:
         """A new reader, unless the render has ended (the store answers then, or nobody)."""
@@ -208,9 +249,54 @@ class Growing:
             if self._ended:
                 return None
             self._readers += 1
-        return Reader(self, None if gzip else self._inflater())
+            reader = Reader(self, gzip)
+            if not gzip and (self._chunks == 0 or self._window.get(0) is not None):
+                self._fronts.add(reader)  # nothing made that it has not, held
+                return reader
+        if not gzip:
+            reader.inflate(self.inflater())
+        return reader
 
-    def _next_gzip(self, reader: Reader) -> bytes | None:
+    def next_front(self, reader: Reader) -> bytes | Literal[Mark.BEHIND] | None:
+        """`next_gzip` for an identity reader at the front: the chunks past its position as
+        they were made, at most `MOST` bytes; `Mark.BEHIND` once the window no longer holds
+        them (the reader inflates from there)."""
+        with self._changed:
+            index = reader.index
+            if index >= self._chunks:
+                if self._complete is not None:
+                    return None  # every chunk is taken, and the tail holds no identity
+                if self._error is not None:
+                    raise self._error
+                return b""
+            first = self._window.get(index)
+            if first is None:
+                self._fronts.discard(reader)
+                return Mark.BEHIND
+            within = reader.within
+            if within or len(first) > MOST:  # a long chunk, a piece at a time
+                data = first[within : within + MOST]
+                reader.within = within + len(data)
+                if reader.within < len(first):
+                    return data
+                reader.within, passed, count = 0, first, 1
+            else:
+                taken, size = [first], len(first)
+                while index + len(taken) < self._chunks:
+                    chunk = self._window.get(index + len(taken))
+                    if chunk is None or size + len(chunk) > MOST:
+                        break
+                    taken.append(chunk)
+                    size += len(chunk)
+                data = passed = first if len(taken) == 1 else b"".join(taken)
+                count = len(taken)
+            gzip = self._gzip
+            reader.offset += sum(len(gzip[n]) for n in range(index, index + count))
+            reader.index = index + count
+            reader.history = after(reader.history, passed)
+            return data
+
+    def next_gzip(self, reader: Reader) -> bytes | None:
         """At most `MOST` gzip bytes past ``reader``'s position (``b""``: none yet), ``None``
         once it has them all; raises what ended the render, once what came before is taken."""
         with self._changed:
@@ -236,12 +322,12 @@ class Growing:
             raise error
         return None if ended else b""
 
-    def _wait(self, reader: Reader, timeout: float) -> None:
+    def wait_for(self, reader: Reader, timeout: float) -> None:
         with self._changed:
-            if self._complete is None and len(self._gzip) <= reader.index and not self._ended:
+            if self._complete is None and self._chunks <= reader.index and not self._ended:
                 self._changed.wait(timeout)
 
-    async def _wait_async(self, reader: Reader, timeout: float) -> None:
+    async def wait_for_async(self, reader: Reader, timeout: float) -> None:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # pragma: no cover - another async library: look again soon
@@ -249,7 +335,7 @@ class Growing:
             return
         woken = loop.create_future()
         with self._changed:
-            if self._complete is not None or len(self._gzip) > reader.index or self._ended:
+            if self._complete is not None or self._chunks > reader.index or self._ended:
                 return
             self._waiters.append((loop, woken))
         try:
@@ -268,134 +354,16 @@ class Growing:
             with contextlib.suppress(RuntimeError):  # its loop has closed: nobody waits there
                 loop.call_soon_threadsafe(_wake, woken)
 
-    def _left(self) -> None:
+    def left(self, reader: Reader) -> None:
         with self._changed:
             self._readers -= 1
+            self._fronts.discard(reader)
+            if self._fronts:
+                self._window.trim(min(other.index for other in self._fronts))
+            else:
+                self._window.clear()
 
 
 def _wake(woken: asyncio.Future[None]) -> None:
     if not woken.done():
         woken.set_result(None)
-
-
-class Inflater(Protocol):
-    """A gzip decompressor (`zlib.decompressobj`, or ISA-L's)."""
-
-    @property
-    def unconsumed_tail(self) -> bytes: ...
-
-    def decompress(self, data: bytes, max_length: int = ...) -> bytes: ...
-
-    def flush(self) -> bytes: ...
-
-
-class Reader:
-    """One client's position in a growing document: what it has not yet been sent.
-
-    The document grows as gzip, once (the parts of the stored body); a gzip reader is
-    sent those bytes, an identity reader inflates them as it goes, with a decompressor of
-    its own, so no reader, however far behind, holds a copy of the page. Once the render
-    is complete, a reader goes on in the stored body itself.
-    """
-
-    __slots__ = ("_closed", "_done", "_inflater", "_unconsumed", "growing", "index", "offset")
-
-    def __init__(self, growing: Growing, inflater: Inflater | None) -> None:
-        self.growing = growing
-        self._inflater = inflater  # None: a gzip reader
-        self.index = 0  # gzip parts taken, while the document renders
-        self.offset = 0  # gzip bytes taken
-        self._unconsumed = b""  # gzip bytes not inflated yet (an identity piece is at most MOST)
-        self._done = False
-        self._closed = False
-
-    @property
-    def gzip(self) -> bool:
-        return self._inflater is None
-
-    def take(self) -> bytes | None:
-        """At most `MOST` bytes made since the last take (``b""``: none yet), or ``None``
-        once this reader has the whole document; raises what ended the render, once
-        what came before it is taken."""
-        inflater = self._inflater
-        while not self._done:
-            if self._unconsumed:
-                data: bytes | None = self._unconsumed
-                self._unconsumed = b""
-            else:
-                data = self.growing._next_gzip(self)
-            if data is None:
-                self._done = True
-                return None if inflater is None else (inflater.flush() or None)
-            if not data or inflater is None:
-                return data
-            identity = inflater.decompress(data, MOST)
-            self._unconsumed = inflater.unconsumed_tail
-            if identity:
-                return identity
-        return None
-
-    def wait(self, timeout: float) -> None:
-        """Block until the document grew past this reader, ended, or ``timeout`` passed."""
-        self.growing._wait(self, timeout)
-
-    async def wait_async(self, timeout: float) -> None:
-        """`wait` on an event loop: woken by the render itself, whatever thread it runs on."""
-        await self.growing._wait_async(self, timeout)
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self._inflater = None
-            self.growing._left()
-
-
-class SyncReader:
-    """A reader as a WSGI body: blocking, and driving the render whenever it needs bytes
-    that nobody is making, so the fastest client paces the render, never the first.
-
-    ``step``: how this thread takes a step (inline, or on a helper under the deadline).
-    ``stall_after``: seconds without growth after which the page is aborted.
-    """
-
-    def __init__(
-        self, reader: Reader, step: Callable[[Callable[[], bool]], bool], stall_after: float | None
-    ) -> None:
-        self._reader = reader
-        self._step = step
-        self._stall_after = stall_after
-
-    def __iter__(self) -> Iterator[bytes]:
-        return self
-
-    def __next__(self) -> bytes:
-        reader = self._reader
-        growing = reader.growing
-        while True:
-            data = reader.take()
-            if data is None:
-                raise StopIteration
-            if data:
-                return data
-            try:
-                # Another thread making the bytes: wait for them rather than take a helper.
-                stepped = not growing.stepping and self._step(partial_step(growing))
-            except TimeoutError:
-                # Its provider stalled on a helper: every reader's page is aborted at once.
-                growing.fail(ProviderError.stalled(self._stall_after))
-                raise ProviderError.stalled(self._stall_after) from None
-            if stepped:
-                continue
-            silent = time.monotonic() - growing.last_growth
-            if self._stall_after is not None and silent > self._stall_after:
-                raise ProviderError.stalled(self._stall_after)
-            reader.wait(0.05)
-
-    def close(self) -> None:
-        self._reader.close()
-        self._reader.growing.stop_if_unread()
-
-
-def partial_step(growing: Growing) -> Callable[[], bool]:
-    """A step that never waits for another thread's: that one makes the bytes anyway."""
-    return lambda: growing.step(wait=False)

@@ -58,7 +58,7 @@ async def send_body(
         await send_growing(body, send, receive, send_timeout)
     else:
         assert rendered is not None  # a render is led from a request's flow, which holds its slot
-        await lead_growing(body, send, receive, threads, timeout, send_timeout, rendered)
+        await lead_growing(reply.growing, body, send, receive, threads, timeout, send_timeout, rendered)
 
 
 async def stream_body(
@@ -171,6 +171,7 @@ async def send_growing(
 
 
 async def lead_growing(
+    growing: Growing,
     reader: Reader,
     send: Callable[[Message], Awaitable[None]],
     receive: Callable[[], Awaitable[Message]],
@@ -179,8 +180,8 @@ async def lead_growing(
     send_timeout: float,
     rendered: Callable[[], None],
 ) -> None:
-    """Render a growing document at its provider's pace while sending it to the client that
-    asked first, as one more reader: that client's pace concerns nobody else.
+    """Render ``growing`` at its provider's pace while sending it to the client that asked
+    first, as one more reader (``reader``): that client's pace concerns nobody else.
 
     ``rendered`` is called once the render is over (the render slot goes back then, not
     once this client has read it all). What ended this client's response is raised once
@@ -188,7 +189,7 @@ async def lead_growing(
     """
     failure: BaseException | None = None
     async with anyio.create_task_group() as group:
-        group.start_soon(_produce, reader.growing, threads, timeout, rendered)
+        group.start_soon(_produce, growing, threads, timeout, rendered)
         try:
             await send_growing(reader, send, receive, send_timeout)
         except Exception as error:  # this client's response only

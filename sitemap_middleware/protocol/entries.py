@@ -37,6 +37,8 @@ from .uris import Site
 from .values import decimal_text, w3c_datetime
 from .xmltext import escape_uri
 
+_plain_path = PLAIN_PATH.fullmatch
+
 __all__ = [
     "CHANGEFREQS",
     "NormalUrl",
@@ -130,7 +132,7 @@ class Normaliser(LocRules):
     extensions writes one page (it remembers the last entry a language section expanded).
     """
 
-    __slots__ = ("_cutoff", "_extensions", "_group", "_on_outside_window", "_priority_xml")
+    __slots__ = ("_cutoff", "_extensions", "_group", "_on_outside_window", "_priority_xml", "_root_text")
 
     def __init__(
         self,
@@ -142,6 +144,7 @@ class Normaliser(LocRules):
         on_outside_window: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(site, prefix)
+        self._root_text = escape_uri(self._root)
         self._extensions = extensions
         window = extensions.news_window
         self._cutoff = None
@@ -173,10 +176,12 @@ class Normaliser(LocRules):
             return self._localised(raw)
         else:
             loc, lastmod, changefreq, priority, alternates, images, videos, news = _fields(raw)
-        if type(loc) is str and self._min_path <= len(loc) < self._max_path and PLAIN_PATH.fullmatch(loc):
-            loc_text = escape_uri(self._root + loc)  # `loc`'s common case, of a length known to be valid
+        if type(loc) is str and self._min_path <= len(loc) < self._max_path and _plain_path(loc):
+            # `loc`'s common case, of a length known to be valid: the root, escaped once
+            # (`escape_uri` of a concatenation is the concatenation of its escapes).
+            root_text, loc_text = self._root_text, escape_uri(loc)
         else:
-            loc_text = self.loc(loc)
+            root_text, loc_text = "", self.loc(loc)
         lastmod_text = None if lastmod is None else w3c_datetime(lastmod)
         changefreq_xml: str | None = ""
         if changefreq is not None:
@@ -197,11 +202,13 @@ class Normaliser(LocRules):
         # (benchmarks/HISTORY.md, "Figures behind the code's choices").
         if alternates is None and images is None and videos is None and news is None:
             if lastmod_text is None:
-                return f"<url><loc>{loc_text}</loc>{changefreq_xml}{priority_xml}</url>\n", None
+                return f"<url><loc>{root_text}{loc_text}</loc>{changefreq_xml}{priority_xml}</url>\n", None
             return (
-                f"<url><loc>{loc_text}</loc><lastmod>{lastmod_text}</lastmod>{changefreq_xml}{priority_xml}</url>\n",
+                f"<url><loc>{root_text}{loc_text}</loc><lastmod>{lastmod_text}</lastmod>"
+                f"{changefreq_xml}{priority_xml}</url>\n",
                 lastmod_text,
             )
+        loc_text = root_text + loc_text
         lastmod_xml = "" if lastmod_text is None else f"<lastmod>{lastmod_text}</lastmod>"
         extended = self._extended(loc_text, alternates, images, videos, news)
         return (

@@ -89,9 +89,19 @@ class Gzip:
         """A stored gzip body inflated whole; ``size``: its identity length, known in advance."""
         return self.module.decompress(data, _GZIP_WBITS, max(size, 1))  # type: ignore[no-any-return]
 
-    def inflater(self) -> zlib._Decompress:
-        """A fresh gzip decompressor (what `inflate` uses), for bytes that arrive in pieces."""
-        return self.module.decompressobj(_GZIP_WBITS)  # type: ignore[no-any-return]
+    def inflater(self, history: bytes | None = None) -> zlib._Decompress:
+        """A fresh gzip decompressor (what `inflate` uses), for bytes that arrive in pieces.
+
+        Given ``history``, the identity before a flush point of a `writer`'s body (its last
+        32 KiB at least, or all of it), one that starts inflating at that point: raw
+        deflate, that identity as its dictionary (RFC 1951 §2: nothing looks further back),
+        the gzip trailer left over (`caching.window`).
+        """
+        if history is None:
+            return self.module.decompressobj(_GZIP_WBITS)  # type: ignore[no-any-return]
+        if not history:
+            return self.module.decompressobj(-zlib.MAX_WBITS)  # type: ignore[no-any-return]
+        return self.module.decompressobj(-zlib.MAX_WBITS, zdict=history)  # type: ignore[no-any-return]
 
     def inflate(self, data: bytes) -> Iterator[bytes]:
         """Inflate a stored gzip body piece by piece, so identity never sits whole in memory."""

@@ -3,21 +3,28 @@
 These hold the document's own rules, below any adapter: every reader gets the same bytes
 in either representation, an error reaches each reader after what came before it, the
 render stops when its last reader leaves, and a render cut by its deadline is closed by
-the step still running in the abandoned thread, never under it.
+the step still running in the abandoned thread, never under it. An identity reader that
+keeps up is sent the chunks as made, inflating nothing; one behind the render's window
+inflates from where it is, whatever the interleaving, and holds no chunk made after it.
 """
 
 from __future__ import annotations
 
 import threading
+import tracemalloc
 import zlib
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sitemap_middleware.caching.growing import MOST, Growing, Reader, SyncReader
 from sitemap_middleware.errors import ProviderError
 from sitemap_middleware.web.compress import Gzip
 
 GZIP = Gzip.named("zlib")
+COMPRESSORS = [Gzip.named("zlib"), Gzip.named("isal")]  # the test env has the fast extra
 
 
 class Chunks:
@@ -166,3 +173,228 @@ def test_a_sync_reader_whose_client_leaves_first_ends_a_render_nobody_reads() ->
     assert next(body) == identity_of(1)
     body.close()
     assert growing.ended and production.closed == [False]
+
+
+class Made:
+    """``count`` chunks of 100,000 bytes, each made when asked for: nothing holds them."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, index: int) -> bytes:
+        return xml_chunk(index * 2500, 100_000)
+
+
+class Pieces:
+    """A `Production` of the given identity chunks, gzipped as a render's are (`GzipWriter`)."""
+
+    def __init__(self, chunks: list[bytes] | Made, gzip: Gzip = GZIP) -> None:
+        self.chunks = chunks
+        self.writer = gzip.writer()
+        self.pieces: list[bytes] = []
+        self.closed: list[bool] = []
+
+    def next_parts(self) -> tuple[bytes, bytes] | None:
+        if len(self.pieces) == len(self.chunks):
+            return None
+        chunk = self.chunks[len(self.pieces)]
+        self.pieces.append(self.writer.compress(chunk))
+        return chunk, self.pieces[-1]
+
+    def tail(self) -> bytes:
+        self.pieces.append(self.writer.finish())
+        return self.pieces[-1]
+
+    def body(self) -> bytes:
+        return b"".join(self.pieces)
+
+    def close(self, completed: bool) -> None:
+        self.closed.append(completed)
+
+
+def xml_chunk(first: int, size: int) -> bytes:
+    """``size`` bytes of sitemap-like XML from URL ``first`` on: alike enough that deflate
+    refers across chunks, varied enough that a wrong dictionary shows."""
+    lines = (
+        f"<url><loc>https://shop.example/p/{n}?c={n % 7}</loc></url>\n"
+        for n in range(first, first + size // 40 + 1)
+    )
+    text = "".join(lines).encode()
+    return text[:size]
+
+
+class Counting:
+    """An inflater factory (`Gzip.inflater`) that counts the decompressors it made."""
+
+    def __init__(self, gzip: Gzip = GZIP) -> None:
+        self.gzip = gzip
+        self.made: list[bytes | None] = []  # the history each one started from
+
+    def __call__(self, history: bytes | None = None) -> Any:
+        self.made.append(history)
+        return self.gzip.inflater() if history is None else self.gzip.inflater(history)
+
+
+def test_an_identity_reader_that_keeps_up_is_sent_each_chunk_as_made_and_inflates_nothing() -> None:
+    chunks = [xml_chunk(n * 1000, 50_000 + n) for n in range(6)]
+    inflaters = Counting()
+    growing = Growing("page|p|1", Pieces(chunks), lambda _: None, inflaters)
+    reader = growing.reader(gzip=False)
+    taken = []
+    for _ in chunks:
+        growing.step()
+        taken.append(reader.take())
+    assert growing.step() and growing.ended  # the end: the tail, stored
+    assert taken == chunks
+    assert reader.take() is None
+    assert inflaters.made == []
+
+
+def test_a_sync_reader_of_identity_inflates_nothing() -> None:
+    chunks = [xml_chunk(n * 1000, 70_000) for n in range(4)]
+    inflaters = Counting()
+    growing = Growing("page|p|1", Pieces(chunks), lambda _: None, inflaters)
+    body = SyncReader(growing.reader(gzip=False), lambda step: step(), stall_after=5.0)
+    assert list(body) == chunks
+    body.close()
+    assert inflaters.made == []
+
+
+def test_an_identity_reader_behind_the_window_inflates_from_where_it_is() -> None:
+    chunks = [xml_chunk(n * 3000, 100_000) for n in range(8)]
+    inflaters = Counting()
+    growing = Growing("page|p|1", Pieces(chunks), lambda _: None, inflaters, window=250_000)
+    slow = growing.reader(gzip=False)
+    fast = growing.join(gzip=True)
+    assert fast is not None
+    growing.step(), growing.step()
+    first = slow.take()  # chunks 0 and 1, as made
+    for _ in range(6):
+        growing.step()  # its window holds 250,000 bytes: chunk 2 is gone by now
+    during = slow.take()  # inflated from the gzip parts, as the render goes on
+    assert during
+    while growing.step():
+        pass
+    rest = read_all(slow)  # from the stored body
+    assert first + during + rest == b"".join(chunks)
+    assert len(inflaters.made) == 1 and inflaters.made[0] == b"".join(chunks[:2])[-32 * 1024 :]
+
+
+def test_an_identity_reader_behind_in_a_long_chunk_reads_on_to_the_end() -> None:
+    chunks = [xml_chunk(0, 30_000), xml_chunk(750, 600_000), xml_chunk(15_750, 600_000)]
+    growing = Growing("page|p|1", Pieces(chunks), lambda _: None, GZIP.inflater, window=700_000)
+    reader = growing.reader(gzip=False)
+    growing.step(), growing.step()
+    taken = [reader.take(), reader.take()]  # chunk 0, then the first piece of chunk 1
+    assert taken == [chunks[0], chunks[1][:MOST]]
+    while growing.step():
+        pass
+    read: list[bytes] = []
+    # In a thread: a take that never ends (the trailer after the last block, inflated
+    # again and again) fails the test rather than hanging it.
+    worker = threading.Thread(target=lambda: read.append(read_all(reader)), daemon=True)
+    worker.start()
+    worker.join(10)
+    assert read, "the reader never got to the end"
+    assert taken[0] + taken[1] + read[0] == b"".join(chunks)
+
+
+Action = tuple[str, int]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    sizes=st.lists(
+        st.sampled_from([1, 100, 40_000, 200_000, 300_000, 600_000]) | st.integers(1, 600_000),
+        min_size=1,
+        max_size=6,
+    ),
+    window=st.sampled_from([1, 40_000, 300_000, 2_000_000]),
+    compressor=st.sampled_from(COMPRESSORS),
+    actions=st.lists(
+        st.tuples(
+            st.sampled_from(["step", "take", "join-identity", "join-gzip", "close"]), st.integers(0, 5)
+        ),
+        max_size=40,
+    ),
+)
+def test_every_reader_reads_the_whole_document_whatever_the_interleaving(
+    sizes: list[int], window: int, compressor: Gzip, actions: list[Action]
+) -> None:
+    chunks, first = [], 0
+    for size in sizes:
+        chunks.append(xml_chunk(first, size))
+        first += size // 40
+    document = b"".join(chunks)
+    production = Pieces(chunks, compressor)
+    growing = Growing("page|p|1", production, lambda _: None, compressor.inflater, window=window)
+    readers: list[tuple[Reader, list[bytes]]] = [(growing.reader(gzip=False), [])]
+    closed: set[int] = set()
+    for action, which in actions:
+        if action == "step":
+            growing.step()
+        elif action.startswith("join"):
+            joined = growing.join(gzip=action == "join-gzip")
+            if joined is not None:
+                readers.append((joined, []))
+        elif action == "close" and len(closed) < len(readers) - 1 and which % len(readers) not in closed:
+            closed.add(which % len(readers))  # one reader, at least, reads it all
+            readers[which % len(readers)][0].close()
+        elif action == "take" and which % len(readers) not in closed:
+            reader, taken = readers[which % len(readers)]
+            if (data := reader.take()) is not None:
+                assert len(data) <= MOST
+                taken.append(data)
+    while growing.step():
+        pass
+    assert production.closed == [True]
+    for number, (reader, taken) in enumerate(readers):
+        if number in closed:
+            continue
+        read = b"".join(taken) + read_all(reader)
+        assert (zlib.decompress(read, wbits=31) if reader.gzip else read) == document
+
+
+def test_a_slow_identity_reader_holds_no_chunk_made_after_it() -> None:
+    made = Made(60)  # 6 MB identity, made as asked: what the render holds is what is traced
+    growing = Growing("page|p|1", Pieces(made), lambda _: None, GZIP.inflater)
+    slow, fast = growing.reader(gzip=False), growing.join(gzip=False)
+    assert fast is not None
+    growing.step()
+    assert slow.take() == made[0]  # then it stops reading
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        while growing.step():
+            fast.take()
+        held = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    assert held < 2 * 1024 * 1024  # the window, at most (1 MiB), and the gzip body
+
+
+def test_an_identity_reader_the_render_left_behind_holds_no_window() -> None:
+    made = Made(40)  # 4 MB identity
+    production = Pieces(made)
+    growing = Growing("page|p|1", production, lambda _: None, GZIP.inflater, window=300_000)
+    stuck, driver = growing.reader(gzip=False), growing.join(gzip=True)
+    assert driver is not None
+    growing.step()
+    assert stuck.take() == made[0]  # then it stops reading, at the front
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        for _ in range(30):  # 3 MB past it: far beyond its window
+            growing.step()
+            driver.take()
+        gzip = sum(len(piece) for piece in production.pieces[1:])
+        held = tracemalloc.get_traced_memory()[0] - start - gzip
+    finally:
+        tracemalloc.stop()
+    assert held < 100_000  # no identity chunk is kept for a reader that can never take it
+    while growing.step():
+        pass
+    assert read_all(stuck) == b"".join(made[n] for n in range(1, 40))

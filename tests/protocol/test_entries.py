@@ -773,3 +773,33 @@ def test_no_emitted_loc_has_a_fragment_or_a_dot_segment() -> None:
 
     check()
     outcomes.assert_both()
+
+
+mount_paths = st.lists(st.sampled_from(["/", "a", "&", "%26", "b;c", "~"]), max_size=6).map(
+    lambda parts: "/" + "".join(parts).strip("/") if parts else ""
+)
+
+
+def test_a_plain_path_below_any_mount_path_is_written_as_the_loc_rule_writes_it() -> None:
+    """The page writer's common case (a plain path, its root escaped once) against `loc`."""
+    outcomes = Outcomes()
+
+    @PROPERTY
+    @given(base_url=st.sampled_from(SITES), prefix=mount_paths, raw=loc_texts)
+    def check(base_url: str, prefix: str, raw: str) -> None:
+        normalise = Normaliser(Site.parse(base_url), prefix)
+        try:
+            loc = normalise.loc(raw)
+        except EntryError:
+            with pytest.raises(EntryError):
+                normalise.element(Url(raw))
+            outcomes.refused()
+            return
+        lastmod = datetime(2024, 5, 1, tzinfo=UTC)
+        assert normalise.element(Url(raw, lastmod=lastmod))[0] == (
+            f"<url><loc>{loc}</loc><lastmod>2024-05-01T00:00:00+00:00</lastmod></url>\n"
+        )
+        outcomes.accepted()
+
+    check()
+    outcomes.assert_both()
