@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import heapq
 import threading
+import time
 import urllib.parse
 from array import array
 from collections import deque
@@ -42,6 +43,8 @@ from .values import fingerprint
 
 if TYPE_CHECKING:
     from .robots_rules import RobotsRules
+
+_PROGRESS_EVERY = 0.1  # seconds between two progress lines, at least
 
 __all__ = ["MAX_AUDITED", "Audit", "AuditOptions", "Sample", "Target"]
 
@@ -193,6 +196,7 @@ class Audit:
         workers = min(MAX_WORKERS, self.options.per_host * max(1, len(origins)))
         unchecked = 0
         pending: deque[tuple[Target, Future[tuple[list[Problem], bool] | None]]] = deque()
+        shown = 0.0  # when the progress line was last written
         waiting = iter(targets)
         pool = ThreadPoolExecutor(workers, thread_name_prefix="sitemap-audit")
         try:
@@ -217,8 +221,10 @@ class Audit:
                 self.requested += requested
                 for problem in problems:
                     self._report(problem)
+                shown = self._show_progress(len(targets), shown)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+        self._show_progress(len(targets), 0.0)  # the last count, whatever the time
         unchecked += sum(1 for _ in waiting)
         if unchecked and targets:
             message = f"{unchecked:,} listed URLs not requested: {deadline.what} passed"
@@ -230,6 +236,14 @@ class Audit:
         self.report(problem)
 
     # -- one URL, in a worker thread -----------------------------------------------------------
+
+    def _show_progress(self, total: int, shown: float) -> float:
+        """The progress line, at most ten times a second; when it was last written."""
+        now = time.monotonic()
+        if self.progress is not None and now - shown >= _PROGRESS_EVERY:
+            self.progress(self.requested, total, self.problems)
+            return now
+        return shown
 
     def _check(self, target: Target, deadline: Deadline) -> tuple[list[Problem], bool] | None:
         """What keeps one URL out of an index, and whether it was requested; ``None`` if the

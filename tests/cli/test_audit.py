@@ -5,6 +5,7 @@ in-process through ``validate module:attr``."""
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -139,3 +140,38 @@ def test_in_process_urls_with_a_sitemaps_and_no_app_is_refused():
 
 def test_good_urls_are_good():
     assert GOOD and not set(GOOD) & set(BAD)
+
+
+class Terminal(io.StringIO):
+    """stderr as a terminal: the progress line shows (it never does in a pipe)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.server
+def test_the_audit_shows_its_progress_on_a_terminal_and_clears_it(served):
+    from sitemap_middleware import cli
+
+    origin, _ = served
+    out, err = io.StringIO(), Terminal()
+    assert cli.main(["validate", f"{origin}/robots.txt", "--urls", "all"], out=out, err=err) == 1
+    shown = err.getvalue()
+    requested = len(PAGES) - 3  # the three robots.txt disallows are never requested
+    assert f"requested {requested:,} of {len(PAGES):,} listed URLs, {len(BAD)} problems" in shown
+    assert shown.endswith("\r\033[K")  # the line is cleared before the summary is read
+    assert "\r" not in out.getvalue()  # the report itself stays plain
+
+
+def test_no_progress_is_written_where_stderr_is_no_terminal(tmp_path):
+    from sitemap_middleware import cli
+
+    page = tmp_path / "sitemap.xml"
+    page.write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+        "<url><loc>https://shop.example/a</loc></url>\n</urlset>\n"
+    )
+    out, err = io.StringIO(), io.StringIO()
+    assert cli.main(["validate", str(page), "--base-url", "https://shop.example/"], out=out, err=err) == 0
+    assert err.getvalue() == ""
