@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .conftest import Shelf, locs
 from .engine import Answer, Engine
-from .worker import shop
+from .worker import baselined, shop
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -17,12 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_a_batch_unanswered_when_its_worker_died_is_sent_again_by_the_next(
     engine: Engine, log_path: Path, tmp_path: Path
 ) -> None:
-    shelf = Shelf(3)
-    baseline = shop(str(log_path), engine.url, shelf)
-    baseline.refresh()
-    baseline.close()
-    paths = tmp_path / "paths.txt"
-    paths.write_text("\n".join([*shelf.rows, "/p/new-1", "/p/new-2"]))
+    paths = baselined(str(log_path), engine.url, tmp_path, "/p/new-1", "/p/new-2")
     engine.script(Answer(stall=True))  # the engine never answers the first POST
     worker = subprocess.Popen(
         [sys.executable, "-m", "tests.push.worker", str(log_path), engine.url, str(paths)],
@@ -37,6 +32,7 @@ def test_a_batch_unanswered_when_its_worker_died_is_sent_again_by_the_next(
         _, errors = worker.communicate(timeout=10)
     assert b"Traceback" not in errors, errors.decode()
     assert sorted(sent.urls) == locs("/p/new-1", "/p/new-2")
+    shelf = Shelf(0)
     shelf.rows = dict.fromkeys(paths.read_text().split())
     restarted = shop(str(log_path), engine.url, shelf)
     try:

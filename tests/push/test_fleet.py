@@ -12,9 +12,9 @@ from sitemap_middleware.changes import ChangeLog
 
 from ..conftest import BASE
 from ..redis_server import RedisServer
-from .conftest import Shelf, locs
+from .conftest import locs
 from .engine import Engine
-from .worker import POLL, shop
+from .worker import POLL, baselined
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,12 +23,7 @@ def test_two_workers_on_one_redis_log_submit_each_change_once(
     engine: Engine, redis_server: RedisServer, tmp_path: Path
 ) -> None:
     log = f"redis://127.0.0.1:{redis_server.port}/0"
-    shelf = Shelf(3)
-    baseline = shop(log, engine.url, shelf)
-    baseline.refresh()  # the log's baseline, from a process of its own
-    baseline.close()
-    paths = tmp_path / "paths.txt"
-    paths.write_text("\n".join([*shelf.rows, "/p/fleet-1", "/p/fleet-2"]))
+    paths = baselined(log, engine.url, tmp_path, "/p/fleet-1", "/p/fleet-2")
     command = [sys.executable, "-m", "tests.push.worker", log, engine.url, str(paths)]
     workers = [subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True) for _ in range(2)]
     try:

@@ -10,9 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .conftest import Shelf, locs
+from .conftest import locs
 from .engine import Engine
-from .worker import shop
+from .worker import baselined
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,12 +31,7 @@ def get(port: int, path: str) -> int:
 def test_a_preloaded_app_pushes_from_the_gunicorn_worker_that_recorded(
     engine: Engine, log_path: Path, tmp_path: Path
 ) -> None:
-    shelf = Shelf(3)
-    baseline = shop(str(log_path), engine.url, shelf)
-    baseline.refresh()
-    baseline.close()
-    paths = tmp_path / "paths.txt"
-    paths.write_text("\n".join([*shelf.rows, "/p/forked"]))
+    paths = baselined(str(log_path), engine.url, tmp_path, "/p/forked")
     listener = socket.create_server(("127.0.0.1", 0))
     fd = listener.fileno()
     command = ["gunicorn", "--preload", "--workers", "2", "--bind", f"fd://{fd}", "--log-level", "warning"]

@@ -32,6 +32,18 @@ def shop(log: str, engine: str, shelf: Shelf) -> Sitemaps:
     return sitemaps
 
 
+def baselined(log: str, engine: str, folder: Path, *added: str) -> Path:
+    """A log whose baseline this process recorded over three rows, and the file of paths a
+    worker then serves: those rows and ``added`` (the changes it records, and pushes)."""
+    shelf = Shelf(3)
+    baseline = shop(log, engine, shelf)
+    baseline.refresh()
+    baseline.close()
+    paths = folder / "paths.txt"
+    paths.write_text("\n".join([*shelf.rows, *added]))
+    return paths
+
+
 def main(log: str, engine: str, paths: str) -> None:
     shelf = Shelf(0)
     shelf.rows = dict.fromkeys(Path(paths).read_text().split())
