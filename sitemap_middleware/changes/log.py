@@ -32,6 +32,7 @@ __all__ = ["DEFAULT_PATH", "Backend", "ChangeLog", "Windowed"]
 
 DEFAULT_PATH = "sitemap-changes.sqlite3"
 _PENDING = 4  # pages waiting to be recorded, at most
+_ROOM_WAIT = 2.0  # seconds a render waits for one of them to be recorded, at most
 
 
 class Backend(Protocol):
@@ -75,6 +76,7 @@ class ChangeLog:
         self.backend = backend
         # Pages rendered, waiting to be recorded off their render (`record_later`).
         self._pending: queue.Queue[Callable[[], None]] = queue.Queue(maxsize=_PENDING)
+        self.room_wait = _ROOM_WAIT
         self._worker: threading.Thread | None = None
         self._lock = threading.Lock()
 
@@ -139,19 +141,26 @@ class ChangeLog:
         with self.backend.ledger(seen.scope, seen.section) as ledger:
             return record(ledger, seen, pages=pages, at=at)
 
-    def record_later(self, job: Callable[[], None]) -> None:
-        """Run ``job`` (a `record` and what follows it) on the log's own thread, in order.
+    def record_later(self, job: Callable[[], None]) -> bool:
+        """Run ``job`` (a `record` and what follows it) on the log's own thread, in order;
+        ``False`` when it was dropped.
 
         A render hands its page over and ends: its readers get their last bytes, and its
         slot is free, however long the log takes. At most a few pages wait (each a gzip
         copy); past that the render waits for room, so pages are recorded in the order
-        they were rendered and memory stays bounded.
+        they were rendered and memory stays bounded, but never more than ``room_wait``
+        seconds (a log locked by another process): then the page is dropped, which loses
+        nothing, since its next render is compared with what the log last saw.
         """
         with self._lock:
             if self._worker is None or not self._worker.is_alive():
                 self._worker = threading.Thread(target=self._work, name="sitemap-changes", daemon=True)
                 self._worker.start()
-        self._pending.put(job)
+        try:
+            self._pending.put(job, timeout=self.room_wait)
+        except queue.Full:
+            return False
+        return True
 
     def flush(self) -> None:
         """Wait until every page handed to `record_later` in this process is recorded."""

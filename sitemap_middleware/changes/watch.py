@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
@@ -46,7 +47,14 @@ class Recorder:
     def record(self, seen: Seen, pages: int | None) -> None:
         """Record ``seen`` on the log's thread (`ChangeLog.record_later`), at the time it ended."""
         at = self._clock()
-        self.log.record_later(partial(self._record, seen, pages, at))
+        if not self.log.record_later(partial(self._record, seen, pages, at)):
+            self._stats.count(seen.section, "changes_dropped")
+            logger.warning(
+                "sitemap section %r: page %d not recorded, the change log busy (its next render is)",
+                seen.section,
+                seen.number,
+                extra={"sitemap_section": seen.section},
+            )
 
     def _record(self, seen: Seen, pages: int | None, at: float) -> None:
         try:
@@ -60,8 +68,8 @@ class Recorder:
                 extra={"sitemap_section": seen.section},
             )
             return
-        for change in recorded.changes:
-            self._stats.count(seen.section, f"changes_{change.kind}")
+        for kind, count in Counter(change.kind for change in recorded.changes).items():
+            self._stats.count(seen.section, f"changes_{kind}", count)  # one lock a kind, not a URL
         if recorded.completed:
             self._stats.count(seen.section, "change_passes")
         if recorded.changes and self._on_changes is not None:

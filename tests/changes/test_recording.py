@@ -233,3 +233,39 @@ def test_a_refresh_and_a_crawler_asking_at_once_render_the_page_once(
         refreshing.join(10)
     assert crawler == [200]
     assert len(calls) == 2  # planned once, page 1 rendered once
+
+
+def test_a_log_that_stays_busy_never_holds_a_render_past_its_wait(
+    log: ChangeLog, make_client: Callable[..., SitemapClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    shelf = Shelf(PAGE)
+    sitemaps = shop(log, shelf, cache=None)
+    sitemaps.refresh()
+    release = threading.Event()
+    record = log.record
+
+    def stuck(*args: Any, **kwargs: Any) -> Any:
+        assert release.wait(30), "the test never let the log go on"
+        return record(*args, **kwargs)
+
+    monkeypatch.setattr(log, "record", stuck)
+    monkeypatch.setattr(log, "room_wait", 0.2)
+    client = make_client(sitemaps)
+    statuses: list[int] = []
+
+    def crawl() -> None:  # one page recording, four waiting: the sixth finds no room
+        for _ in range(6):
+            statuses.append(client.get("/sitemap-products-1.xml").status)
+
+    crawler = threading.Thread(target=crawl)
+    crawler.start()
+    crawler.join(10)
+    served = not crawler.is_alive()
+    release.set()
+    crawler.join(10)
+    assert served, "a render waited on the busy log"
+    assert statuses == [200] * 6
+    log.flush()
+    assert counter(sitemaps, "products", "changes_dropped") == 1  # the next render records it
