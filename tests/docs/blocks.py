@@ -11,7 +11,7 @@ Every ```python block compiles. The line right before its fence says how it runs
   (`tests.docs.projects.merge`): ``...`` in a list stands for the file's own entries, and a
   name, a class, or a call of one function on one first argument that the file already has
   is the block's version of it.
-- ``<!-- not run: why -->``: only compiled (keep none).
+- ``<!-- not run: why -->``: only compiled (README's Django app alone, which test_new_user serves).
 
 `tests.docs.test_project_blocks` builds each page's project from its file blocks, in order,
 and exercises what the page says they do.
