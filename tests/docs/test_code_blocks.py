@@ -1,4 +1,5 @@
-"""Every ```python block of README.md and docs/ compiles, and every one not marked
+"""Every ```python block of README.md and docs/ compiles, and every one that is no file of a
+project (``<!-- run as: ... -->``, run by `tests.docs.test_project_blocks`) nor marked
 ``<!-- not run: why -->`` runs (`tests.docs.blocks`), so a stale example fails CI.
 
 The blocks run in a fresh interpreter, in an empty folder (what they write stays there), each
@@ -15,9 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from .blocks import NOT_RUN, REPO, Block, pages, python_blocks
+from .blocks import NOT_RUN, REPO, RUN, Block, pages, python_blocks
 
-MOST_NOT_RUN = 8  # the marked blocks: keep them few, and make a block self-contained instead
+# The marked blocks: README's Django app alone, which test_new_user serves. Make a block
+# self-contained, or a file of a project (tests.docs.blocks), rather than mark it.
+MOST_NOT_RUN = 1
 TIMEOUT = 60.0
 
 # Runs in a fresh interpreter, in an empty folder: each page's blocks in order (the pages named
@@ -33,7 +36,7 @@ for page in [Path(name) for name in sys.argv[1:]] or pages():
     namespace = {"__name__": "__docs__"}
     results[str(page)] = None
     for block in python_blocks(page):
-        if block.not_run:
+        if block.not_run or block.file:
             continue
         try:
             exec(compile(block.code, block.where, "exec"), namespace)
@@ -81,6 +84,19 @@ def test_every_not_run_marker_stands_before_a_python_block() -> None:
     for page in pages():
         markers = sum(1 for line in page.read_text().splitlines() if NOT_RUN.fullmatch(line))
         assert markers == sum(1 for block in python_blocks(page) if block.not_run), page
+
+
+def test_every_run_marker_stands_before_a_python_block() -> None:
+    for page in pages():
+        markers = sum(1 for line in page.read_text().splitlines() if RUN.fullmatch(line))
+        assert markers == sum(1 for block in python_blocks(page) if block.file), page
+
+
+def test_every_marker_is_spelled_as_one_the_runner_reads() -> None:
+    for page in pages():
+        for number, line in enumerate(page.read_text().splitlines(), 1):
+            if line.startswith(("<!-- run", "<!-- not run")):
+                assert RUN.fullmatch(line) or NOT_RUN.fullmatch(line), f"{page}:{number}: {line}"
 
 
 def test_the_blocks_not_run_are_few() -> None:

@@ -4,7 +4,8 @@ its file and run by its own command under a real server on 127.0.0.1, several wo
 
 Offline: the virtualenv sees this interpreter's packages (a ``.pth``), and pip installs only
 the package itself from the checkout, with ``--no-index --no-build-isolation`` added to the
-README's line (its extras then resolve against what is installed, or pip fails). hatchling,
+README's line (its extras then resolve against what is installed, or pip fails). The git URL
+line installs from a ``git clone`` of the checkout's HEAD, named by a ``git+file://`` URL. hatchling,
 the build backend, and editables are test dependencies (tox.ini); without them these tests skip,
 except in CI.
 """
@@ -15,6 +16,7 @@ import http.client
 import os
 import re
 import shlex
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -63,11 +65,13 @@ class Newcomer:
         bare = os.pathsep.join([str(self.folder / ".venv" / "bin"), "/usr/bin", "/bin"])
         return {"PATH": bare, "HOME": str(self.folder), "LANG": "C.UTF-8"}
 
-    def run(self, command: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, command: str, timeout: float = TIMEOUT, cwd: Path | None = None
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             command,
             shell=True,
-            cwd=self.folder,
+            cwd=cwd or self.folder,
             env=self.env(),
             capture_output=True,
             text=True,
@@ -138,6 +142,37 @@ def test_every_extra_installs_and_the_readme_names_what_each_adds(newcomer: Newc
 def test_the_fastapi_extra_brings_a_server() -> None:
     extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert any(re.match(r"uvicorn\b", requirement) for requirement in extras["fastapi"])
+
+
+def test_the_git_url_line_installs_a_clone_and_its_command_line(newcomer: Newcomer, tmp_path: Path) -> None:
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        if os.environ.get("CI"):
+            raise AssertionError("the git URL line needs git and a git checkout")
+        pytest.skip("no git, or the checkout is no git repository")
+    [line] = [line for line in sh_lines(section("## Installation")) if "git+" in line]
+    placeholder = re.search(r"git\+(<[^>]+>)", line)
+    assert placeholder, f"{line}: no <placeholder> for the URL after git+"
+    clone = tmp_path / "sitemap-middleware"  # what the repository's URL names: its HEAD, committed
+    subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True, timeout=TIMEOUT)
+    # With a host: the packaging of a venv's pip before 22 refuses git+file:/// (no netloc).
+    url = f"file://localhost{clone.as_posix()}"
+    try:
+        installed = newcomer.run(f"{line.replace(placeholder[1], url)} {' '.join(OFFLINE)} --quiet")
+        assert installed.returncode == 0, (line, installed.stderr[-3000:])
+        away = tmp_path / "elsewhere"  # not the clone's folder, whose package python -c would import
+        away.mkdir()
+        where = newcomer.run(
+            f"{newcomer.python} -c 'import sitemap_middleware as s; print(s.__file__)'", cwd=away
+        )
+        assert where.returncode == 0, where.stderr
+        assert Path(where.stdout.strip()).resolve().is_relative_to((newcomer.folder / ".venv").resolve())
+        helped = newcomer.run("sitemap-middleware --help", cwd=away)
+        assert helped.returncode == 0, helped.stderr
+        assert "validate" in helped.stdout and "export" in helped.stdout
+    finally:  # the module's other tests use the clone's editable install: put it back
+        [editable] = [line for line in sh_lines(section("## Installation")) if "pip install -e" in line]
+        restored = newcomer.run(f"{editable.split(' && ')[1]} {' '.join(OFFLINE)} --quiet")
+        assert restored.returncode == 0, restored.stderr[-3000:]
 
 
 # -- the README's apps, each under its own command -------------------------------------------------
