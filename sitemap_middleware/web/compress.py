@@ -12,7 +12,8 @@ Two compressors write the same format (RFC 1952), chosen once per `Sitemaps`::
 - ``zlib``: the standard library's, level 6; what earlier versions always served.
 - ``isal``: ISA-L (``pip install "sitemap-middleware[fast]"``), level 1: on sitemap XML
   many times as fast as zlib level 6 for a few percent more bytes, and faster to inflate
-  (benchmarks/HISTORY.md, "gzip by ISA-L").
+  (benchmarks/HISTORY.md, "gzip by ISA-L"); every call settled (`web.settled`: ISA-L
+  leaves the vector registers in a state that slows the Python after it).
 
 The gzip header carries no file name and a zero mtime, and the flush points follow the
 chunks (whose sizes depend on the provider's batches, never on timing), so equal input
@@ -27,9 +28,10 @@ import importlib
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from types import ModuleType
+from typing import Any
 
 from ..errors import ConfigurationError
+from .settled import SettledDeflater, SettledInflater, SettledModule
 
 __all__ = ["COMPRESSORS", "Gzip", "GzipWriter"]
 
@@ -41,10 +43,11 @@ _INFLATE_CHUNK = 1024 * 1024  # few, large pieces: each costs a thread hop under
 
 @dataclass(frozen=True, slots=True)
 class Gzip:
-    """One compressor: ``name`` (``"zlib"`` or ``"isal"``) and the zlib-compatible module it runs."""
+    """One compressor: ``name`` (``"zlib"`` or ``"isal"``) and the zlib-compatible module it runs
+    (the standard library's ``zlib``, or ISA-L's as a `SettledModule`)."""
 
     name: str
-    module: ModuleType
+    module: Any
     level: int
 
     @classmethod
@@ -61,7 +64,7 @@ class Gzip:
                         'compressor="isal" needs the isal package: pip install "sitemap-middleware[fast]"'
                     ) from None
             else:
-                return cls("isal", isal, _LEVELS["isal"])
+                return cls("isal", SettledModule(isal), _LEVELS["isal"])
         return cls("zlib", zlib, _LEVELS["zlib"])
 
     def writer(self) -> GzipWriter:
@@ -89,7 +92,7 @@ class Gzip:
         """A stored gzip body inflated whole; ``size``: its identity length, known in advance."""
         return self.module.decompress(data, _GZIP_WBITS, max(size, 1))  # type: ignore[no-any-return]
 
-    def inflater(self, history: bytes | None = None) -> zlib._Decompress:
+    def inflater(self, history: bytes | None = None) -> zlib._Decompress | SettledInflater:
         """A fresh gzip decompressor (what `inflate` uses), for bytes that arrive in pieces.
 
         Given ``history``, the identity before a flush point of a `writer`'s body (its last
@@ -118,7 +121,7 @@ class GzipWriter:
 
     __slots__ = ("_compressor",)
 
-    def __init__(self, compressor: zlib._Compress) -> None:
+    def __init__(self, compressor: zlib._Compress | SettledDeflater) -> None:
         self._compressor = compressor
 
     def compress(self, chunk: bytes) -> bytes:
