@@ -27,8 +27,9 @@ __all__ = ["HISTORY", "WINDOW", "RawWindow", "after"]
 
 # RFC 1951 §2: deflate's back references reach at most 32 KiB back.
 HISTORY = 32 * 1024
-# The most identity bytes one render holds for its readers at the front: a few hops'
-# worth (`concurrency.sending.HOP_BYTES`); a reader further behind inflates.
+# The most identity bytes one render holds for its readers at the front: a few times what
+# a render makes while a reader on a busy event loop waits its turn for the interpreter
+# (5 ms, about 450 KB); a reader further behind inflates.
 WINDOW = 1024 * 1024
 
 

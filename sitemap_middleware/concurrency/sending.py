@@ -30,9 +30,12 @@ __all__ = ["lead_growing", "send_body", "send_growing", "stream_body"]
 
 Message = MutableMapping[str, Any]
 _DONE = object()
-# A hop's most bytes (a 50,000-URL page is about 50 chunks of 160 KB) and time.
-HOP_BYTES = 256 * 1024
-HOP_SECONDS = 0.01
+# A streamed hop's most bytes (a 50,000-URL page is about 50 chunks of 160 KB) and time.
+HOP_BYTES = 1024 * 1024
+HOP_SECONDS = 0.02
+# A render's hop: its chunks go to the growing document, read meanwhile, so only time
+# bounds it (how long another render may wait for this thread).
+RENDER_HOP_SECONDS = 0.05
 # A reader of a growing document looks again at least this often, woken or not.
 _WAKE_AT_LEAST = 1.0
 
@@ -203,14 +206,14 @@ async def _produce(
 ) -> None:
     """Step ``growing`` to its end in worker threads, each hop under the provider deadline."""
     calls = ThreadCalls(threads, timeout)
-    step = partial(_steps, growing, 0)  # the first chunk alone: first bytes at once
+    step = partial(_steps, growing, 0.0)  # the first chunk alone: first bytes at once
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(calls.keep)
             try:
                 while not growing.ended:
                     await calls.run(step)
-                    step = partial(_steps, growing, HOP_BYTES)
+                    step = partial(_steps, growing, RENDER_HOP_SECONDS)
             except TimeoutError:
                 await _fail(growing, ProviderError.stalled(timeout))
             except Busy:
@@ -234,10 +237,9 @@ async def _fail(growing: Growing, error: ProviderError) -> None:
         await anyio.to_thread.run_sync(growing.fail, error)
 
 
-def _steps(growing: Growing, most: int) -> None:
-    """Steps until ``most`` more bytes were made, `HOP_SECONDS` passed, or the render ended:
-    one hop from the loop to a thread and back for many chunks (see `_next_bytes`)."""
-    until = time.monotonic() + HOP_SECONDS
-    target = growing.made + most
-    while growing.step() and growing.made < target and time.monotonic() < until:
+def _steps(growing: Growing, seconds: float) -> None:
+    """Steps for ``seconds`` at least once, or until the render ended: one hop from the loop
+    to a thread and back for many chunks (see `_next_bytes`)."""
+    until = time.monotonic() + seconds
+    while growing.step() and time.monotonic() < until:
         pass
