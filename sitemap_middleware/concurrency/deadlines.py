@@ -61,6 +61,7 @@ __all__ = [
     "Heartbeat",
     "beat",
     "cancel_on_abandon",
+    "drop_unclaimed",
     "off_the_clock",
     "thread_deadline",
     "within",
@@ -86,6 +87,19 @@ CANCEL_RETRIES = (0.05, 0.1, 0.2, 0.4, 0.8)
 
 # Who stops waiting for the code running in this context, if anyone does (`Abandon`).
 _ABANDON: contextvars.ContextVar[Abandon | None] = contextvars.ContextVar("sitemap_abandon", default=None)
+
+
+def drop_unclaimed(result: object) -> None:
+    """Finish what a call nobody waits for any more returned (`web.replies.Reply.finish`).
+
+    A render cut at the deadline goes on in its thread, and once its provider answers it
+    may make the page's growing document, held open for clients to join: nobody leads it,
+    so every later request of the page would join it and wait for ever. Its thread calls
+    this when it returns, once given up on (`offload`, `threads`).
+    """
+    finish = getattr(result, "finish", None)
+    if callable(finish):
+        finish()
 
 
 def thread_deadline(timeout: float | None) -> float | None:

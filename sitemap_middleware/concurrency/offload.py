@@ -31,7 +31,7 @@ import anyio.lowlevel
 import anyio.to_thread
 from anyio.lowlevel import RunVar
 
-from .deadlines import Abandon, Heartbeat, thread_deadline, within
+from .deadlines import Abandon, Heartbeat, drop_unclaimed, thread_deadline, within
 from .steps import Busy, Wait
 
 __all__ = [
@@ -237,15 +237,23 @@ class _Lease:
             if self._abandoned:  # given up before a thread took it: its token is back already
                 raise TimeoutError("abandoned before it started")
             self._running = True
+        result: Any = None  # what it returned, if it did
         try:
-            return context.run(func)  # type: ignore[no-any-return]
+            result = context.run(func)
+            return result  # type: ignore[no-any-return]
         finally:
             with self._lock:
                 self._running = False
                 abandoned = self._abandoned
             if abandoned:
-                with contextlib.suppress(Exception):  # the loop may be gone by now
-                    anyio.from_thread.run_sync(self._limiter.release_on_behalf_of, self, token=self._token)
+                try:
+                    drop_unclaimed(result)
+                finally:
+                    self._give_back_from_thread()
+
+    def _give_back_from_thread(self) -> None:
+        with contextlib.suppress(Exception):  # the loop may be gone by now
+            anyio.from_thread.run_sync(self._limiter.release_on_behalf_of, self, token=self._token)
 
     def give_back(self) -> bool:
         """Done with on the loop's side; ``True`` if the thread is still running (abandoned)."""

@@ -27,7 +27,7 @@ from typing import Any, Generic, TypeVar
 
 from ..errors import ProviderError
 from ..web.replies import Reply
-from .deadlines import Abandon, Heartbeat, thread_deadline
+from .deadlines import Abandon, Heartbeat, drop_unclaimed, thread_deadline
 
 __all__ = ["HelperStream", "Helpers"]
 
@@ -35,7 +35,7 @@ T = TypeVar("T")
 
 
 class _Job(Generic[T]):
-    __slots__ = ("cancelled", "done", "error", "func", "lock", "result", "started")
+    __slots__ = ("abandoned", "cancelled", "done", "error", "func", "lock", "result", "started")
 
     def __init__(self, func: Callable[[], T]) -> None:
         self.func = func
@@ -43,6 +43,7 @@ class _Job(Generic[T]):
         self.started = threading.Event()
         self.done = threading.Event()
         self.cancelled = False
+        self.abandoned = False  # the caller gave up waiting: what it returns is dropped
         self.result: T | None = None
         self.error: BaseException | None = None
 
@@ -53,6 +54,23 @@ class _Job(Generic[T]):
                 return False
             self.started.set()
             return True
+
+    def abandon(self) -> None:
+        """Called by the caller that stops waiting: if the job is done already, its result
+        is dropped here, else by the helper when it returns (`deadlines.drop_unclaimed`)."""
+        with self.lock:
+            self.abandoned = True
+            done = self.done.is_set()
+        if done:
+            drop_unclaimed(self.result)
+
+    def finished(self) -> None:
+        """Called by the helper once the job returned or raised."""
+        with self.lock:
+            self.done.set()
+            abandoned = self.abandoned
+        if abandoned:
+            drop_unclaimed(self.result)
 
     def cancel(self) -> bool:
         """Called by the caller: ``True`` if no helper took the job (and none ever will)."""
@@ -95,6 +113,7 @@ class Helpers:
             while not job.done.wait(deadline - heartbeat.silent_for()):
                 if heartbeat.silent_for() >= deadline:
                     abandon.abandon()
+                    job.abandon()
                     raise TimeoutError(f"no progress for {deadline} s")
         if job.error is not None:
             raise job.error
@@ -117,7 +136,7 @@ class Helpers:
             except BaseException as error:  # handed to the waiting request thread
                 job.error = error
             finally:
-                job.done.set()
+                job.finished()
                 del job
 
 

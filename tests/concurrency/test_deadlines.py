@@ -67,12 +67,16 @@ class Blocked:
     def __init__(self, before: int) -> None:
         self.before = before
         self.release = threading.Event()
+        self.closed = threading.Event()  # its iterator closed, or run to its end
 
     def __call__(self) -> Iterator[str]:
-        for n in range(self.before):
-            yield f"/p/{n}"
-        self.release.wait(30)
-        yield "/late"
+        try:
+            for n in range(self.before):
+                yield f"/p/{n}"
+            self.release.wait(30)
+            yield "/late"
+        finally:
+            self.closed.set()
 
 
 @pytest.fixture
@@ -112,6 +116,22 @@ def test_sync_provider_stalling_mid_page_under_asgi_aborts_and_caches_nothing(bl
         client.close()
 
 
+def test_a_render_given_up_on_is_ended_when_its_thread_returns_and_the_page_renders_afresh(blocked_asgi):
+    """The thread of a render cut at the deadline goes on, and once its provider answers it
+    makes the page's document: nobody will ever read it, so it must end there, not stay in
+    flight for every later request of the page to join and wait on forever."""
+    client, provider = blocked_asgi(0)
+    try:
+        assert client.get(PAGE).status == 503
+        provider.release.set()  # the database answers at last: the abandoned thread goes on
+        assert provider.closed.wait(5), "the abandoned render's provider was never closed"
+        again = client.get(PAGE)
+        assert again.status == 200
+        assert b"/late</loc>" in again.body
+    finally:
+        client.close()
+
+
 # -- WSGI: sync providers are cut only with helper threads -----------------------------------
 
 
@@ -128,6 +148,20 @@ def releasing() -> Iterator[list[Blocked]]:
     yield made
     for provider in made:
         provider.release.set()
+
+
+def test_a_render_given_up_on_under_wsgi_helpers_is_ended_when_its_thread_returns(releasing):
+    """`test_a_render_given_up_on_is_ended_when_its_thread_returns_and_the_page_renders_afresh`,
+    with the render on a WSGI helper thread."""
+    provider = Blocked(0)
+    releasing.append(provider)
+    client = wsgi_client(provider)
+    assert client.get(PAGE).status_code == 503
+    provider.release.set()
+    assert provider.closed.wait(5), "the abandoned render's provider was never closed"
+    again = client.get(PAGE)
+    assert again.status_code == 200
+    assert b"/late</loc>" in again.data
 
 
 def test_sync_provider_hanging_under_wsgi_with_helper_threads_gets_503(releasing):
