@@ -115,16 +115,20 @@ def test_a_cold_page_and_its_cached_identity_copy_leave_no_isal_call_unsettled(
     assert calls.unsettled() == []
 
 
-def test_an_identity_follower_behind_the_window_inflates_settled(calls: Calls) -> None:
-    """A follower that joins once the front is gone inflates the gzip pieces from the start."""
+def test_the_inflaters_of_identity_readers_are_settled(calls: Calls) -> None:
+    """What a reader behind the window uses (`Gzip.inflater` primed with the 32 KiB before a
+    piece), what an identity copy uses (`Gzip.inflate`), and a whole inflater."""
     gzip = Gzip.named("isal")
-    chunks = [f"<url><loc>https://shop.example/p/{n}</loc></url>\n".encode() * 400 for n in range(6)]
+    chunks = [f"<url><loc>https://shop.example/p/{n}</loc></url>\n".encode() * 800 for n in range(6)]
     writer = gzip.writer()
-    body = b"".join(writer.compress(chunk) for chunk in chunks) + writer.finish()
-    inflater = gzip.inflater()
-    assert inflater.decompress(body) + inflater.flush() == b"".join(chunks)
+    pieces = [writer.compress(chunk) for chunk in chunks] + [writer.finish()]
+    body = b"".join(pieces)
+    behind = gzip.inflater(chunks[0][-32 * 1024 :])  # joins at the second piece
+    assert behind.decompress(b"".join(pieces[1:])) + behind.flush() == b"".join(chunks[1:])
     assert b"".join(gzip.inflate(body)) == b"".join(chunks)
-    assert calls.count("isal") >= 2 * len(chunks) + 4
+    whole = gzip.inflater()
+    assert whole.decompress(body) + whole.flush() == b"".join(chunks)
+    assert calls.count("isal") >= 2 * len(chunks) + 6
     assert calls.unsettled() == []
 
 
