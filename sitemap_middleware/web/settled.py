@@ -5,10 +5,10 @@ without ``VZEROUPPER`` (intel/isa-l#24): the upper halves of the vector register
 in use, and on Intel cores every legacy-SSE instruction that runs next on that thread
 pays for it (a false dependency on those halves) until something clears them. CPython
 runs such instructions all the time (its copies, its floats), so one ISA-L call made
-the Python after it 20 to 30% slower, for as long as the thread lived: a cold
-50,000-URL page, gzipped as it rendered, came out at 0.72x the hand-rolled renderer's
-speed, and at 0.92x once every call was followed by a clear (benchmarks/HISTORY.md,
-"ISA-L's dirty registers").
+the Python after it 20 to 30% slower, until something cleared them (nothing on our path
+did): a cold 50,000-URL page, gzipped as it rendered, came out at 0.71x the hand-rolled
+renderer's speed, and at 0.85x once every call was followed by a clear, in the same runs
+(benchmarks/HISTORY.md, "ISA-L's dirty registers").
 
 Python cannot issue ``VZEROUPPER``; OpenSSL can. Its SHA-512 block function, in the AVX
 and AVX2 code it picks on every CPU where ISA-L uses AVX, ends with one, and SHA-384 of
