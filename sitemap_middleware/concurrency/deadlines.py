@@ -90,16 +90,16 @@ _ABANDON: contextvars.ContextVar[Abandon | None] = contextvars.ContextVar("sitem
 
 
 def drop_unclaimed(result: object) -> None:
-    """Finish what a call nobody waits for any more returned (`web.replies.Reply.finish`).
+    """Abandon what a call nobody waits for any more returned (`web.replies.Reply.abandon`).
 
     A render cut at the deadline goes on in its thread, and once its provider answers it
     may make the page's growing document, held open for clients to join: nobody leads it,
-    so every later request of the page would join it and wait for ever. Its thread calls
+    so every request of the page that joined it would wait for ever. Its thread calls
     this when it returns, once given up on (`offload`, `threads`).
     """
-    finish = getattr(result, "finish", None)
-    if callable(finish):
-        finish()
+    abandon = getattr(result, "abandon", None)
+    if callable(abandon):
+        abandon()
 
 
 def thread_deadline(timeout: float | None) -> float | None:

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from ..caching.growing import Growing, Reader
 from ..caching.stores import Document
+from ..errors import ProviderError
 from . import rules
 from .sites import HOST_HEADERS
 
@@ -101,6 +102,17 @@ class Reply:
     @property
     def holds(self) -> bool:
         return bool(self._held)
+
+    def abandon(self) -> None:
+        """Nobody will send this reply: the request it was made for gave up on it while it
+        was made (`concurrency.deadlines.drop_unclaimed`). Its render ends for every client
+        that joined it meanwhile (they get the error, never a render nobody steps), then
+        the reply is finished."""
+        try:
+            if self.growing is not None:
+                self.growing.fail(ProviderError("the request rendering this page gave up on it"))
+        finally:
+            self.finish()
 
     def finish(self) -> None:
         """Close the body and release what the reply holds; safe to call more than once.

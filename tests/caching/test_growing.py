@@ -20,8 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sitemap_middleware.caching.growing import MOST, Growing, Reader, SyncReader
+from sitemap_middleware.concurrency.deadlines import drop_unclaimed
 from sitemap_middleware.errors import ProviderError
 from sitemap_middleware.web.compress import Gzip
+from sitemap_middleware.web.replies import Reply
 
 GZIP = Gzip.named("zlib")
 COMPRESSORS = [Gzip.named("zlib"), Gzip.named("isal")]  # the test env has the fast extra
@@ -398,3 +400,20 @@ def test_an_identity_reader_the_render_left_behind_holds_no_window() -> None:
     while growing.step():
         pass
     assert read_all(stuck) == b"".join(made[n] for n in range(1, 40))
+
+
+def test_a_dropped_reply_ends_its_render_for_the_readers_that_joined_it_meanwhile() -> None:
+    """A render cut at its deadline goes on in its thread and may still make its reply; the
+    thread drops it (`deadlines.drop_unclaimed`). A follower that joined the render before
+    then must get the error, never wait on a render that nobody will step again."""
+    production = Chunks(5)
+    ended: list[Growing] = []
+    growing = Growing("page|p|1", production, ended.append, GZIP.inflater)
+    reply = Reply(200, [], growing.reader(gzip=False), growing=growing)
+    follower = growing.join(gzip=True)
+    assert follower is not None
+    drop_unclaimed(reply)
+    with pytest.raises(ProviderError, match="gave up"):
+        follower.take()
+    assert ended == [growing] and production.closed == [False]
+    assert growing.join(gzip=False) is None  # ended: nobody joins it any more
