@@ -35,7 +35,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 import anyio
 
@@ -44,6 +44,10 @@ from .reading import MOST, Inflater, Mark, Reader, SyncReader
 from .window import WINDOW, RawWindow, after
 
 __all__ = ["MOST", "Growing", "Production", "Reader", "SyncReader"]
+
+# A waiting task is woken by a take's worth of growth, or this long after it began to wait.
+WAKE_BYTES = MOST
+WAKE_AFTER = 0.02
 
 
 class Production(Protocol):
@@ -80,6 +84,7 @@ class Growing:
         inflater: Callable[..., Inflater],
         *,
         window: int = WINDOW,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.key = key
         self._production = production
@@ -88,7 +93,8 @@ class Growing:
         # identity before a piece, one that starts there (`web.compress.Gzip.inflater`).
         self.inflater = inflater
         self._changed = threading.Condition()
-        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
+        self._waiters: list[_Waiter] = []  # readers waiting on event loops
+        self._clock = clock
         self._complete: bytes | None = None  # the stored gzip body, once complete
         self._stepping = threading.Lock()  # one step at a time, on whatever thread
         self._gzip: list[bytes] = []
@@ -337,22 +343,43 @@ class Growing:
         with self._changed:
             if self._complete is not None or self._chunks > reader.index or self._ended:
                 return
-            self._waiters.append((loop, woken))
+            # A reader that has had nothing is woken by the first chunk (first bytes at once).
+            enough = 0 if reader.index == 0 else self.made + WAKE_BYTES
+            waiter = _Waiter(loop, woken, enough, self._clock() + WAKE_AFTER)
+            self._waiters.append(waiter)
+        # A timer of the loop's own: a cancel scope a wait cost the loop more than the wait.
+        timer = loop.call_later(timeout, _wake, woken)
         try:
-            with anyio.move_on_after(timeout):
-                await woken
+            await woken
         finally:
+            timer.cancel()
             with self._changed:
-                if (loop, woken) in self._waiters:
-                    self._waiters.remove((loop, woken))
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
 
     def _notify(self) -> None:
-        """Wake every reader waiting (under the lock): threads, and tasks on their loops."""
+        """Wake the readers waiting (under the lock): threads, and tasks on their loops.
+
+        A task is woken once the document ended, or grew by `WAKE_BYTES` since it began to
+        wait, or `WAKE_AFTER` seconds after it did: each wake makes its loop's thread take the
+        interpreter from the render's, and one a chunk made a cold ASGI page pay some 300
+        hand-overs (benchmarks/HISTORY.md, "Fewer wakes").
+        """
         self._changed.notify_all()
-        waiters, self._waiters = self._waiters, []
-        for loop, woken in waiters:
+        waiters = self._waiters
+        if not waiters:
+            return
+        if self._ended:
+            woken, self._waiters = waiters, []
+        else:
+            made, now = self.made, self._clock()
+            woken = [waiter for waiter in waiters if made >= waiter.enough or now >= waiter.due]
+            if not woken:
+                return
+            self._waiters = [w for w in waiters if w not in woken]
+        for waiter in woken:
             with contextlib.suppress(RuntimeError):  # its loop has closed: nobody waits there
-                loop.call_soon_threadsafe(_wake, woken)
+                waiter.loop.call_soon_threadsafe(_wake, waiter.future)
 
     def left(self, reader: Reader) -> None:
         with self._changed:
@@ -362,6 +389,15 @@ class Growing:
                 self._window.trim(min(other.index for other in self._fronts))
             else:
                 self._window.clear()
+
+
+class _Waiter(NamedTuple):
+    """A task waiting on its loop, and the size and the time that wake it."""
+
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[None]
+    enough: int
+    due: float
 
 
 def _wake(woken: asyncio.Future[None]) -> None:

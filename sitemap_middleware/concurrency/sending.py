@@ -12,6 +12,7 @@ deadline counts from its last batch, `ThreadCalls`), or the client stops reading
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from functools import partial
@@ -84,30 +85,53 @@ async def stream_body(
             group.start_soon(_cancel_on_disconnect, receive, group.cancel_scope)
             group.start_soon(calls.keep)  # one deadline keeper for every chunk's call
             take = partial(next, chunks, _DONE)  # the first chunk alone: first bytes at once
-            while True:
-                try:
-                    chunk = await calls.run(take)
-                    take = partial(_next_bytes, chunks)
-                except TimeoutError:
-                    raise ProviderError.stalled(timeout) from None
-                except Busy:
-                    raise Busy(f"no render thread came free in {timeout} s: page aborted") from None
-                if chunk is _DONE:
-                    break
-                assert isinstance(chunk, bytes)
-                await _send_within(send, chunk, send_timeout)
+            sends = _Sends(send, send_timeout)
+            with sends.scope:
+                while True:
+                    try:
+                        chunk = await calls.run(take)
+                        take = partial(_next_bytes, chunks)
+                    except TimeoutError:
+                        raise ProviderError.stalled(timeout) from None
+                    except Busy:
+                        raise Busy(f"no render thread came free in {timeout} s: page aborted") from None
+                    if chunk is _DONE:
+                        break
+                    assert isinstance(chunk, bytes)
+                    await sends.chunk(chunk)
+            sends.check()
             await send({"type": "http.response.body", "body": b""})
             group.cancel_scope.cancel()
     except BaseExceptionGroup as errors:
         raise_unwrapped(errors)
 
 
-async def _send_within(send: Callable[[Message], Awaitable[None]], data: bytes, send_timeout: float) -> None:
-    """One more chunk of the body, or `TimeoutError` if the client takes none for ``send_timeout`` s."""
-    with anyio.move_on_after(send_timeout) as sending:
-        await send({"type": "http.response.body", "body": data, "more_body": True})
-    if sending.cancelled_caught:
-        raise TimeoutError(f"the client took no chunk for {send_timeout} s: aborted")
+class _Sends:
+    """A body's chunks sent each within ``send_timeout`` s, under one cancel scope whose
+    deadline is set for each send and lifted between them (a scope a chunk cost a cold
+    page's event loop more than the sends: benchmarks/HISTORY.md, "Fewer wakes")::
+
+        sends = _Sends(send, send_timeout)
+        with sends.scope:
+            await sends.chunk(data)             # ...for each chunk
+        sends.check()                           # TimeoutError if a chunk was not taken in time
+    """
+
+    __slots__ = ("_send", "_timeout", "scope")
+
+    def __init__(self, send: Callable[[Message], Awaitable[None]], send_timeout: float) -> None:
+        self._send = send
+        self._timeout = send_timeout
+        self.scope = anyio.CancelScope()
+
+    async def chunk(self, data: bytes) -> None:
+        self.scope.deadline = anyio.current_time() + self._timeout
+        await self._send({"type": "http.response.body", "body": data, "more_body": True})
+        self.scope.deadline = math.inf
+
+    def check(self) -> None:
+        if self.scope.cancelled_caught:
+            raise TimeoutError(f"the client took no chunk for {self._timeout} s: aborted")
 
 
 def _next_bytes(chunks: Iterator[bytes]) -> bytes | object:
@@ -160,11 +184,14 @@ async def send_growing(
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(_cancel_on_disconnect, receive, group.cancel_scope)
-            while (data := reader.take()) is not None:
-                if data:
-                    await _send_within(send, data, send_timeout)
-                else:
-                    await reader.wait_async(_WAKE_AT_LEAST)
+            sends = _Sends(send, send_timeout)
+            with sends.scope:
+                while (data := reader.take()) is not None:
+                    if data:
+                        await sends.chunk(data)
+                    else:
+                        await reader.wait_async(_WAKE_AT_LEAST)
+            sends.check()
             await send({"type": "http.response.body", "body": b""})
             group.cancel_scope.cancel()
     except BaseExceptionGroup as errors:

@@ -10,6 +10,7 @@ inflates from where it is, whatever the interleaving, and holds no chunk made af
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import tracemalloc
 import zlib
@@ -19,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sitemap_middleware.caching.growing import MOST, Growing, Reader, SyncReader
+from sitemap_middleware.caching.growing import MOST, WAKE_AFTER, Growing, Reader, SyncReader
 from sitemap_middleware.concurrency.deadlines import drop_unclaimed
 from sitemap_middleware.errors import ProviderError
 from sitemap_middleware.web.compress import Gzip
@@ -417,3 +418,72 @@ def test_a_dropped_reply_ends_its_render_for_the_readers_that_joined_it_meanwhil
         follower.take()
     assert ended == [growing] and production.closed == [False]
     assert growing.join(gzip=False) is None  # ended: nobody joins it any more
+
+
+class Clock:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_waiting_reader_is_woken_by_a_takes_worth_of_chunks_not_by_each_one() -> None:
+    """Each wake of a reader on an event loop makes the loop's thread take the interpreter
+    from the render's: one per chunk made a cold ASGI page pay hundreds of hand-overs. A
+    reader that has had nothing is woken by the first chunk; after that, by `MOST` bytes
+    made, by `WAKE_AFTER` seconds passing (a slow provider's chunks still flow), or the end."""
+    clock = Clock()
+    production = Chunks(2000)
+    growing = Growing("page|p|1", production, lambda _: None, GZIP.inflater, clock=clock)
+    reader = growing.reader(gzip=True)
+    longest = len(identity_of(2000)) - len(identity_of(1999))
+
+    async def run() -> None:
+        async def waits() -> asyncio.Task[None]:
+            task = asyncio.ensure_future(reader.wait_async(5.0))
+            await asyncio.sleep(0)  # registered
+            return task
+
+        async def woken(task: asyncio.Task[None]) -> bool:
+            for _ in range(3):
+                await asyncio.sleep(0)
+            return task.done()
+
+        first = await waits()
+        assert growing.step()
+        assert await woken(first), "the first chunk wakes a reader that has had nothing"
+        read_all_made(reader)
+
+        batch = await waits()
+        start = growing.made
+        while growing.made - start + longest < MOST:  # the next chunk leaves it short of MOST
+            assert growing.step()
+            assert not await woken(batch), f"woken after {growing.made - start:,} bytes"
+        while growing.made - start < MOST:
+            assert growing.step()
+        assert await woken(batch), "a take's worth of chunks wakes it"
+        read_all_made(reader)
+
+        slow = await waits()
+        assert growing.step()
+        assert not await woken(slow)
+        clock.now += WAKE_AFTER
+        assert growing.step()
+        assert await woken(slow), "a chunk made WAKE_AFTER seconds after it waited wakes it"
+        read_all_made(reader)
+
+        last = await waits()
+        while growing.step():
+            pass
+        assert await woken(last), "the end wakes it"
+
+    asyncio.run(run())
+
+
+def read_all_made(reader: Reader) -> None:
+    """Take what is there, as a client that keeps up does before it waits again."""
+    while reader.take():
+        pass
