@@ -46,11 +46,15 @@ def aware(value: T, zone: tzinfo | None) -> T:
 
 
 def aware_entry(entry: object, zone: tzinfo) -> object:
-    """An entry a user's ``entry=`` built (a `Url` or a mapping), its naive lastmod made aware."""
+    """An entry a user's ``entry=`` built (a `Url`, a row or a mapping), its naive lastmod made aware."""
     if isinstance(entry, Url):
         lastmod = entry.lastmod
         if isinstance(lastmod, datetime) and lastmod.tzinfo is None:
             return entry._replace(lastmod=_utc(lastmod, zone))
+    elif type(entry) is tuple and len(entry) > 1:  # a row: `Url`'s fields in order
+        lastmod = entry[1]
+        if isinstance(lastmod, datetime) and lastmod.tzinfo is None:
+            return (entry[0], _utc(lastmod, zone), *entry[2:])
     elif isinstance(entry, Mapping):
         lastmod = entry.get("lastmod")
         if isinstance(lastmod, datetime) and lastmod.tzinfo is None:

@@ -86,6 +86,9 @@ SOURCES = {
     "keyset-entry": lambda alias: keyset(
         Product.objects.using(alias), entry=lambda p: Url(p.get_absolute_url(), lastmod=p.updated_at)
     ),
+    "keyset-row": lambda alias: keyset(
+        Product.objects.using(alias), entry=lambda p: (p.get_absolute_url(), p.updated_at)
+    ),
     "keyset-mapping": lambda alias: keyset(
         Product.objects.using(alias), entry=lambda p: {"loc": p.get_absolute_url(), "lastmod": p.updated_at}
     ),

@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 
 from sitemap_middleware import CHANGEFREQS, ConfigurationError, EntryError, Url
 from sitemap_middleware.protocol.entries import Normaliser, NormalUrl, w3c_datetime
+from sitemap_middleware.protocol.extensions import Extensions
+from sitemap_middleware.protocol.hreflang import Localised
 from sitemap_middleware.protocol.render import URLSET_HEAD, URLSET_TAIL
 from sitemap_middleware.protocol.uris import Site
 
@@ -466,12 +468,33 @@ def test_mapping_entry_is_read_like_a_url(raw: dict[str, Any], expected: NormalU
         pytest.param(5, "unsupported entry type", id="int"),
         pytest.param(None, "unsupported entry type", id="none"),
         pytest.param(b"/p/1", "unsupported entry type", id="bytes"),
-        pytest.param(("/p/1",), "unsupported entry type", id="tuple"),
+        pytest.param((), "unsupported entry type", id="tuple-empty"),
+        pytest.param(("/p/1", *[None] * 8), "unsupported entry type", id="tuple-of-nine"),
+        pytest.param(Localised(Url("/p/1"), 0), "unsupported entry type", id="namedtuple-not-url"),
+        pytest.param(["/p/1", None], "unsupported entry type", id="list"),
+        pytest.param(("/p/1", "yesterday"), "invalid lastmod", id="tuple-bad-lastmod"),
         pytest.param(object(), "unsupported entry type", id="object"),
     ],
 )
 def test_unsupported_entry_is_rejected_with_its_reason(raw: object, reason: str) -> None:
     assert reason_of(normaliser(), raw) == reason
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        pytest.param(("/p/1",), id="loc"),
+        pytest.param(("/p/1", datetime(2024, 5, 1, 12, tzinfo=UTC)), id="loc-lastmod"),
+        pytest.param(("/p/1?a=1&b=2", date(2024, 5, 1), "DAILY", 0.8), id="core-fields"),
+        pytest.param(("/p/1", None, None, None, None, ["/img/1.jpg"]), id="with-images"),
+        pytest.param(("/p/1", *[None] * 7), id="every-field"),
+    ],
+)
+def test_a_row_is_read_as_urls_fields_in_order(row: tuple[Any, ...]) -> None:
+    """A database row as it comes (a cursor's tuple), without a `Url` built for it."""
+    normalise = Normaliser(Site.parse(BASE), extensions=Extensions.declare(["images"]))
+    assert normalise.element(row) == normalise.element(Url(*row))
+    assert normalise(row) == normalise(Url(*row))
 
 
 def test_entry_error_carries_reason_and_detail() -> None:
@@ -610,6 +633,35 @@ def test_any_url_is_rejected_or_valid_in_a_urlset() -> None:
             # W3C Datetime with an explicit UTC offset whenever a time is given.
             assert re.fullmatch(r"\d{4}-\d\d-\d\d(T\d\d:\d\d:\d\d\+00:00)?", parsed_lastmod or "")
         outcomes.accepted()
+
+    check()
+    outcomes.assert_both()
+
+
+def test_any_row_is_written_as_the_url_of_its_fields_or_refused_as_it_is() -> None:
+    outcomes = Outcomes()
+
+    @PROPERTY
+    @given(
+        loc=loc_texts,
+        lastmod=lastmod_values,
+        changefreq=changefreq_values,
+        priority=priority_values,
+        length=st.integers(1, 4),
+    )
+    def check(loc: str, lastmod: Any, changefreq: Any, priority: Any, length: int) -> None:
+        row = (loc, lastmod, changefreq, priority)[:length]
+        normalise = normaliser()
+        try:
+            expected = normalise.element(Url(*row))
+        except EntryError as error:
+            reason = error.reason
+        else:
+            assert normalise.element(row) == expected
+            outcomes.accepted()
+            return
+        assert reason_of(normalise.element, row) == reason
+        outcomes.refused()
 
     check()
     outcomes.assert_both()
