@@ -270,7 +270,10 @@ class Service:
         if self.recorder is None or not self.sections[section].recorded:
             return None
         scope = self.engine.site.root + prefix
-        return PageWatch(self.recorder, scope, section, number, partial(self._pages.get, (prefix, section)))
+        pages = partial(self._pages.get, (prefix, section))
+        return PageWatch(
+            self.recorder, scope, section, number, pages, by_position=self.shapes[section].by_position
+        )
 
     def _page_stream(
         self, section: Section, number: int, prefix: str, run_async: AsyncRunner

@@ -16,14 +16,14 @@ the page it was on, not yet seen on another. `record` compares a page with all t
 - a URL gone from its page is *missing* until the section's pass completes (every page of
   its plan recorded since the last pass ended): it may have moved to a page not yet
   rendered. Then what is still missing, and what sat on pages past the plan's end, is
-  **removed**.
+  **removed**;
+- a URL gone from the *head* of its page (before the first URL the page kept) is *behind*
+  for one pass more: rows deleted before it may have moved it back onto the page before,
+  recorded earlier in this pass (page 5 rendered, rows deleted, then page 6, as `refresh`
+  goes). It is found there in the next pass, or removed when that pass ends: a URL is
+  never reported removed, then added, for having moved.
 
 The first pass is the baseline: it records everything and reports nothing.
-
-A URL that crosses a page boundary *backwards* between the renders of its two pages in one
-pass (page 5 rendered, rows deleted before it, then page 6) is seen on neither: it is
-reported removed, and added when its page is rendered again. `refresh` renders pages in
-order, so the window is the refresh's own duration.
 """
 
 from __future__ import annotations
@@ -35,9 +35,12 @@ from typing import Protocol
 from .fingerprints import Entries, read_lastmods, read_page
 from .model import Change, Kind, SectionState, Seen
 
-__all__ = ["MISSING", "Ledger", "Recorded", "record"]
+__all__ = ["BEHIND", "MISSING", "Ledger", "Recorded", "record"]
 
 MISSING = 0  # the page of a URL gone from its page and not yet seen on another
+# The page of one gone from its page's head, missing from the next pass on: the largest page
+# number a row holds (Redis packs it in 32 bits), never a real one.
+BEHIND = 0xFFFF_FFFF
 
 
 class Ledger(Protocol):
@@ -67,6 +70,10 @@ class Ledger(Protocol):
 
     def missing(self) -> list[bytes]:
         """The URLs on page `MISSING`."""
+        ...
+
+    def behind(self) -> list[bytes]:
+        """The URLs on page `BEHIND`."""
         ...
 
     def pages_after(self, last: int) -> list[int]:
@@ -170,19 +177,32 @@ def _compare(ledger: Ledger, seen: Seen, body: bytes, found: list[tuple[bytes, K
             rows.append((loc, number, fingerprint))  # new here, or moved here
         elif before != fingerprint:
             found.append((loc, "changed"))
+    # Rows deleted before a URL move it back only where pages are cut by position.
+    head = _head(prior, rendered) if seen.by_position and number > 1 else set()
     for loc in left:
         where = known.get(loc)
         if where is not None and where[0] == number:  # not seen elsewhere since
-            rows.append((loc, MISSING, prior[loc]))
+            rows.append((loc, BEHIND if loc in head else MISSING, prior[loc]))
     ledger.put_urls(rows)
     ledger.put_page(number, seen.digest, rendered)
     return new
 
 
+def _head(prior: Entries, rendered: Entries) -> set[bytes]:
+    """The URLs a page lost from its start (all it had, if it kept none): the ones that rows
+    deleted before them move back onto the page before."""
+    head = set()
+    for loc in prior:  # in the page's order
+        if loc in rendered:
+            break
+        head.add(loc)
+    return head
+
+
 def _last_fingerprint(ledger: Ledger, loc: bytes, where: tuple[int, int], pages: dict[int, Entries]) -> int:
     """The fingerprint a URL last had: on the page it was on, or in its row once missing."""
     page, fingerprint = where
-    if page == MISSING:
+    if page in (MISSING, BEHIND):
         return fingerprint
     entries = pages.get(page)
     if entries is None:
@@ -192,7 +212,8 @@ def _last_fingerprint(ledger: Ledger, loc: bytes, where: tuple[int, int], pages:
 
 
 def _end_pass(ledger: Ledger, pages: int, found: list[tuple[bytes, Kind]]) -> int:
-    """The pass is complete: what is still missing, or on pages past the plan, is removed."""
+    """The pass is complete: what is still missing, or on pages past the plan, is removed; what
+    is behind is missing in the next pass."""
     gone = ledger.missing()
     beyond = ledger.pages_after(pages)
     for number in beyond:
@@ -203,6 +224,10 @@ def _end_pass(ledger: Ledger, pages: int, found: list[tuple[bytes, Kind]]) -> in
         gone += [loc for loc, (page, _) in ledger.find(locs).items() if page == number]
     found += [(loc, "removed") for loc in gone]
     ledger.drop_urls(gone)
+    behind = ledger.behind()
+    if behind:
+        rows = ledger.find(behind).items()
+        ledger.put_urls((loc, MISSING, fingerprint) for loc, (page, fingerprint) in rows if page == BEHIND)
     ledger.drop_pages(beyond)
     ledger.end_pass()
     return len(gone)

@@ -43,7 +43,8 @@ class Seen:
 
     ``scope`` is the site root and mount prefix the page's URLs live under (one log may
     hear several sites); ``body`` is called only when the digest differs from the one the
-    log last recorded for the page (an unchanged page costs the log one small read).
+    log last recorded for the page (an unchanged page costs the log one small read);
+    ``by_position``: whether its section's pages are cut by position (`plans.Shape`).
     """
 
     scope: str
@@ -51,6 +52,7 @@ class Seen:
     number: int
     digest: bytes
     body: Callable[[], bytes] = field(repr=False)
+    by_position: bool = True
 
 
 @dataclass(slots=True)

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .fingerprints import Entries, pack, unpack
-from .ledger import MISSING
+from .ledger import BEHIND, MISSING
 from .model import KINDS, Change, Delivery, PageChange, SectionState
 
 __all__ = ["SqliteBackend"]
@@ -40,6 +40,7 @@ CREATE TABLE IF NOT EXISTS urls (
     section INTEGER NOT NULL, loc BLOB NOT NULL, page INTEGER NOT NULL, fingerprint INTEGER NOT NULL,
     PRIMARY KEY (section, loc)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS urls_missing ON urls (section) WHERE page = 0;
+CREATE INDEX IF NOT EXISTS urls_behind ON urls (section) WHERE page = 4294967295;
 CREATE TABLE IF NOT EXISTS passes (
     section INTEGER NOT NULL, page INTEGER NOT NULL, PRIMARY KEY (section, page)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS changes (
@@ -49,7 +50,7 @@ CREATE INDEX IF NOT EXISTS changes_at ON changes (at);
 CREATE TABLE IF NOT EXISTS outbox (
     consumer TEXT PRIMARY KEY, position INTEGER NOT NULL, holder TEXT, lease_until REAL);
 """
-assert MISSING == 0  # the partial index above names it
+assert MISSING == 0 and BEHIND == 4294967295  # the partial indexes above name them
 _PAGE = len(KINDS)  # the kind of a row that says a page's bytes changed (its loc empty)
 _LOOKUP = 500  # locs per IN (...) query: under SQLite's 999 bound parameters of old builds
 
@@ -327,6 +328,10 @@ class SqliteLedger:
 
     def missing(self) -> list[bytes]:
         rows = self._db.execute("SELECT loc FROM urls WHERE section = ? AND page = 0", (self._id,))
+        return [bytes(loc) for (loc,) in rows]
+
+    def behind(self) -> list[bytes]:
+        rows = self._db.execute("SELECT loc FROM urls WHERE section = ? AND page = 4294967295", (self._id,))
         return [bytes(loc) for (loc,) in rows]
 
     def pages_after(self, last: int) -> list[int]:

@@ -80,21 +80,29 @@ class PageWatch:
     """One page on its way to the log: where it is, and how many pages its section has
     (``pages()``, ``None`` when no whole plan is known), asked once the page is complete."""
 
-    __slots__ = ("_number", "_pages", "_recorder", "_scope", "_section")
+    __slots__ = ("_by_position", "_number", "_pages", "_recorder", "_scope", "_section")
 
     def __init__(
-        self, recorder: Recorder, scope: str, section: str, number: int, pages: Callable[[], int | None]
+        self,
+        recorder: Recorder,
+        scope: str,
+        section: str,
+        number: int,
+        pages: Callable[[], int | None],
+        *,
+        by_position: bool = True,
     ) -> None:
         self._recorder = recorder
         self._scope = scope
         self._section = section
         self._number = number
         self._pages = pages
+        self._by_position = by_position  # `plans.Shape.by_position`
 
     def stored(self, digest: Any, body: Callable[[], bytes]) -> None:
         """The page is complete: ``digest`` (a hashlib object) of its identity bytes, which
         ``body()`` returns when the log needs them."""
-        seen = Seen(self._scope, self._section, self._number, digest.digest(), body)
+        seen = Seen(self._scope, self._section, self._number, digest.digest(), body, self._by_position)
         self._recorder.record(seen, self._pages())
 
     def empty(self) -> None:
@@ -103,7 +111,7 @@ class PageWatch:
         can end; a page past the plan (any number a client asks for) is not recorded."""
         pages = self._pages()
         if pages is not None and self._number <= pages:
-            seen = Seen(self._scope, self._section, self._number, _EMPTY, lambda: b"")
+            seen = Seen(self._scope, self._section, self._number, _EMPTY, lambda: b"", self._by_position)
             self._recorder.record(seen, pages)
 
     def stream(self, chunks: Iterator[bytes]) -> Iterator[bytes]:

@@ -48,6 +48,7 @@ class Counted:
     """
 
     word = "counted"
+    by_position = True
 
     def __init__(self) -> None:
         self._declared: dict[str, int] = {}

@@ -36,6 +36,7 @@ class Keyed:
     """Plans a section from its paged source's listing; its plan depends on its declared version."""
 
     word = "keyed"
+    by_position = False
 
     def planner(
         self,

@@ -30,6 +30,7 @@ class Measured:
     """Plans a section by iterating its provider once; its plan depends on its declared version."""
 
     word = "measured"
+    by_position = True
 
     def planner(
         self,

@@ -47,6 +47,12 @@ class Shape(Protocol):
         """The shape's one name: ``"measured"``, ``"counted"`` or ``"keyed"``."""
         ...
 
+    @property
+    def by_position(self) -> bool:
+        """Whether its pages are cut by position, so that rows deleted before a URL move it
+        back onto the page before (measured, counted); a keyed page is a range of its key."""
+        ...
+
     def planner(
         self,
         engine: Engine,

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..changes.fingerprints import Entries, pack, unpack
-from ..changes.ledger import MISSING
+from ..changes.ledger import BEHIND, MISSING
 from ..changes.model import KINDS, Change, SectionState
 from ..errors import ChangeLogError
 
@@ -62,9 +62,9 @@ class RedisLedger:
         self.keys = keys
         self.token = token
         self._renewed = time.monotonic()
-        fields, missing, digests, passed = prefetched
+        fields, missing, digests, passed, behind = prefetched
         self._state = read_state(_pairs(fields)) if fields else SectionState()
-        self._had_missing = int(missing) > 0
+        self._had = {"missing": int(missing) > 0, "behind": int(behind) > 0}
         # None: not prefetched (a section of many pages), asked one at a time.
         self._digests: dict[int, bytes] | None = None
         if digests is not None:
@@ -73,7 +73,8 @@ class RedisLedger:
         # What this record wrote (read back before Redis).
         self._pages: dict[int, tuple[bytes, Entries] | None] = {}  # None: dropped
         self._urls: dict[bytes, tuple[int, int] | None] = {}  # None: dropped
-        self._missing: dict[bytes, bool] = {}  # loc -> now missing (True) or not (False)
+        # loc -> now on page MISSING (True) or not (False); the same for page BEHIND.
+        self._marked: dict[str, dict[bytes, bool]] = {"missing": {}, "behind": {}}
         self._pass_added: set[int] = set()
         self._pass_ended = False
         # The log entries: (kind, loc, at in us, lastmod or page number), in order.
@@ -163,23 +164,32 @@ class RedisLedger:
         return found
 
     def put_urls(self, rows: Iterable[tuple[bytes, int, int]]) -> None:
+        missing, behind = self._marked["missing"], self._marked["behind"]
         for loc, page, fingerprint in rows:
             self._urls[loc] = (page, fingerprint)
-            self._missing[loc] = page == MISSING
+            missing[loc] = page == MISSING
+            behind[loc] = page == BEHIND
 
     def drop_urls(self, locs: Iterable[bytes]) -> None:
+        missing, behind = self._marked["missing"], self._marked["behind"]
         for loc in locs:
             self._urls[loc] = None
-            self._missing[loc] = False
+            missing[loc] = behind[loc] = False
 
     def missing(self) -> list[bytes]:
+        return self._on("missing")
+
+    def behind(self) -> list[bytes]:
+        return self._on("behind")
+
+    def _on(self, mark: str) -> list[bytes]:
+        """The URLs in set ``mark`` (``missing``, ``behind``): recorded, then written here."""
+        marked = self._marked[mark]
         recorded: list[bytes] = []
-        if self._had_missing:
+        if self._had[mark]:
             self._fresh()
-            recorded = [
-                loc for loc in self._client.smembers(self.keys["missing"]) if loc not in self._missing
-            ]
-        return recorded + [loc for loc, now in self._missing.items() if now]
+            recorded = [loc for loc in self._client.smembers(self.keys[mark]) if loc not in marked]
+        return recorded + [loc for loc, now in marked.items() if now]
 
     def pass_page(self, number: int, last: int) -> int:
         self._pass_added.add(number)
@@ -251,13 +261,14 @@ class RedisLedger:
         gone = [loc for loc, row in self._urls.items() if row is None]
         if gone:
             command("HDEL", keys["urls"], gone)
-        now_missing = [loc for loc, missing in self._missing.items() if missing]
-        if now_missing:
-            command("SADD", keys["missing"], now_missing)
-        if self._had_missing:  # else the set holds only what this record adds
-            found = [loc for loc, missing in self._missing.items() if not missing]
-            if found:
-                command("SREM", keys["missing"], found)
+        for mark, marked in self._marked.items():
+            now_marked = [loc for loc, now in marked.items() if now]
+            if now_marked:
+                command("SADD", keys[mark], now_marked)
+            if self._had[mark]:  # else the set holds only what this record adds
+                unmarked = [loc for loc, now in marked.items() if not now]
+                if unmarked:
+                    command("SREM", keys[mark], unmarked)
         if self._pass_ended:
             ops.extend((1, "DEL", keys["pass"]))
         if self._pass_added:

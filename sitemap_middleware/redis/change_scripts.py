@@ -21,8 +21,9 @@ __all__ = [
     "SUBSCRIBE",
 ]
 
-# KEYS: lock, state, digests, pass, missing. ARGV: token, lock ms, prefetch limit.
-# {0, PTTL} when held by another; else {1, state, missing count, digests | nil, pass | nil}.
+# KEYS: lock, state, digests, pass, missing, behind. ARGV: token, lock ms, prefetch limit.
+# {0, PTTL} when held by another; else {1, state, missing count, digests | nil, pass | nil,
+# behind count}.
 CLAIM = """
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return {0, redis.call('PTTL', KEYS[1])}
@@ -32,7 +33,8 @@ if redis.call('HLEN', KEYS[3]) <= tonumber(ARGV[3]) then
   digests = redis.call('HGETALL', KEYS[3])
   passed = redis.call('ZRANGE', KEYS[4], 0, -1)
 end
-return {1, redis.call('HGETALL', KEYS[2]), redis.call('SCARD', KEYS[5]), digests, passed}
+return {1, redis.call('HGETALL', KEYS[2]), redis.call('SCARD', KEYS[5]), digests, passed,
+  redis.call('SCARD', KEYS[6])}
 """
 
 # KEYS: lock. ARGV: token, lock ms. 1 while the lock is this token's (renewed), else 0.

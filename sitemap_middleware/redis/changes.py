@@ -33,7 +33,7 @@ changes once. How:
 Redis holds, under ``prefix`` (per section ``<id>``, a hash of its scope and name):
 ``:sections`` (hash: id -> scope and name), ``:clock`` (the last change's stream ID), and
 ``:<id>:`` ``state`` (hash), ``digests`` and ``entries`` (hashes: page -> digest, packed
-entries), ``urls`` (hash: loc -> page and fingerprint, 8 bytes), ``missing`` (set),
+entries), ``urls`` (hash: loc -> page and fingerprint, 8 bytes), ``missing`` and ``behind`` (sets),
 ``pass`` (sorted set of the pages of the current pass), ``log`` (a stream: the changes,
 with IDs from the shared clock, so all sections' changes merge in recording order),
 ``lock``, ``done`` and ``wake``. One Redis (a primary): the scripts touch keys they
@@ -139,7 +139,7 @@ class RedisChanges:
         keys = {name: self.key(ident, name) for name in _SECTION_KEYS}
         token = uuid.uuid4().hex
         deadline = time.monotonic() + self.wait_timeout
-        claim = [keys["lock"], keys["state"], keys["digests"], keys["pass"], keys["missing"]]
+        claim = [keys["lock"], keys["state"], keys["digests"], keys["pass"], keys["missing"], keys["behind"]]
         while True:
             reply = self._claim(keys=claim, args=[token, self.lock_ms, self.prefetch_pages])
             if reply[0] == 1:
@@ -268,7 +268,19 @@ class RedisChanges:
         return ChangeLogError(f"the change log's Redis at {self._where} failed: {error!r}")
 
 
-_SECTION_KEYS = ("lock", "done", "wake", "state", "digests", "entries", "urls", "missing", "pass", "log")
+_SECTION_KEYS = (
+    "lock",
+    "done",
+    "wake",
+    "state",
+    "digests",
+    "entries",
+    "urls",
+    "missing",
+    "behind",
+    "pass",
+    "log",
+)
 
 
 def _start(when: float) -> str:

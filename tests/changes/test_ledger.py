@@ -31,9 +31,9 @@ def body(page: Page) -> bytes:
     return writer.head() + writer.feed(list(page)) + writer.tail()
 
 
-def seen(number: int, page: Page, section: str = "products") -> Seen:
+def seen(number: int, page: Page, section: str = "products", *, by_position: bool = True) -> Seen:
     xml = body(page)
-    return Seen(SCOPE, section, number, hashlib.sha256(xml).digest(), lambda: xml)
+    return Seen(SCOPE, section, number, hashlib.sha256(xml).digest(), lambda: xml, by_position)
 
 
 def render(log: ChangeLog, pages: Sequence[Page], at: float, section: str = "products") -> list[Change]:
@@ -87,6 +87,44 @@ def test_a_url_moved_to_the_next_page_by_an_insert_before_it_is_neither_removed_
 def test_a_url_moved_back_by_a_delete_before_it_is_neither_removed_nor_added(log: ChangeLog) -> None:
     render(log, [["/a", "/b"], ["/c", "/d"], ["/e"]], at=1000.0)
     assert kinds(render(log, [["/b", "/c"], ["/d", "/e"]], at=2000.0)) == {("removed", "/a")}
+
+
+def test_a_url_moved_back_onto_a_page_recorded_earlier_in_the_pass_is_never_reported_removed(
+    log: ChangeLog,
+) -> None:
+    render(log, [["/a", "/b"], ["/c", "/d"]], at=1000.0)
+    # Page 1 is recorded, then "/b" is deleted: "/c" moves back onto page 1, recorded before it came.
+    assert log.record(seen(1, ["/a", "/b"]), pages=2, at=2000.0).changes == []
+    ended = log.record(seen(2, ["/d"]), pages=2, at=2000.0)
+    assert ended.completed and ended.changes == []  # "/c" left page 2's head: it may be on page 1
+    # The next pass finds it there: "/b" is removed, "/c" never was.
+    assert kinds(render(log, [["/a", "/c"], ["/d"]], at=3000.0)) == {("removed", "/b")}
+    assert render(log, [["/a", "/c"], ["/d"]], at=4000.0) == []
+    assert kinds(log.since()) == {("removed", "/b")}
+
+
+def test_a_url_deleted_from_the_head_of_its_page_is_removed_one_pass_later(log: ChangeLog) -> None:
+    render(log, [["/a", "/b"], ["/c", "/d"]], at=1000.0)
+    assert render(log, [["/a", "/b"], ["/d"]], at=2000.0) == []  # "/c" may be on page 1 now
+    assert kinds(render(log, [["/a", "/b"], ["/d"]], at=3000.0)) == {("removed", "/c")}
+
+
+def test_a_url_deleted_from_the_head_of_the_first_page_is_removed_when_the_pass_ends(log: ChangeLog) -> None:
+    render(log, [["/a", "/b"], ["/c"]], at=1000.0)
+    assert kinds(render(log, [["/b"], ["/c"]], at=2000.0)) == {("removed", "/a")}  # no page before it
+
+
+def test_a_url_deleted_from_the_head_of_a_keyed_page_is_removed_when_the_pass_ends(log: ChangeLog) -> None:
+    """A keyed page is a range of its key: deleting rows moves no URL onto another page."""
+
+    def keyed(pages: Sequence[Page], at: float) -> list[Change]:
+        changes: list[Change] = []
+        for number, page in enumerate(pages, 1):
+            changes += log.record(seen(number, page, by_position=False), pages=len(pages), at=at).changes
+        return changes
+
+    keyed([["/a", "/b"], ["/c", "/d"]], at=1000.0)
+    assert kinds(keyed([["/a", "/b"], ["/d"]], at=2000.0)) == {("removed", "/c")}
 
 
 def test_a_removal_waits_for_the_pass_to_end(log: ChangeLog) -> None:
