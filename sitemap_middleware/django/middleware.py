@@ -7,6 +7,7 @@
         ...
     ]
     SITEMAPS = "myproject.sitemaps.sitemaps"  # a Sitemaps, by its dotted path
+    SITEMAPS_CONCURRENCY = {"helper_threads": 2}  # optional: the adapter's options
 
 A third thin adapter (WhiteNoise's shape), translation only: a sync stack's request goes
 to the WSGI adapter as its environ, an async stack's to the ASGI adapter as its scope (the
@@ -26,7 +27,7 @@ from django.http import HttpRequest, HttpResponseBase, StreamingHttpResponse
 from ..asgi import Receive, Send, SitemapASGIMiddleware
 from ..web.rules import route_path
 from ..wsgi import SitemapWSGIMiddleware
-from .settings import configured_sitemaps
+from .settings import concurrency, configured_sitemaps
 from .streaming import AsgiAnswer
 
 __all__ = ["SitemapMiddleware"]
@@ -50,9 +51,11 @@ class SitemapMiddleware:
         self._async = iscoroutinefunction(get_response)
         if self._async:
             markcoroutinefunction(self)
-            self._asgi = SitemapASGIMiddleware(self._app_asgi, sitemaps=sitemaps)
+            options = concurrency(asynchronous=True)
+            self._asgi = SitemapASGIMiddleware(self._app_asgi, sitemaps=sitemaps, **options)
         else:
-            self._wsgi = SitemapWSGIMiddleware(self._app_wsgi, sitemaps=sitemaps)
+            options = concurrency(asynchronous=False)
+            self._wsgi = SitemapWSGIMiddleware(self._app_wsgi, sitemaps=sitemaps, **options)
 
     def __call__(self, request: HttpRequest) -> Any:
         if self._async:

@@ -1,7 +1,9 @@
-"""The settings Django's faces read: ``SITEMAPS``, the dotted path to a `Sitemaps`.
+"""The settings Django's faces read: ``SITEMAPS``, the dotted path to a `Sitemaps`, and
+``SITEMAPS_CONCURRENCY``, the options of the adapter the middleware builds::
 
     # settings.py
     SITEMAPS = "myproject.sitemaps.sitemaps"
+    SITEMAPS_CONCURRENCY = {"helper_threads": 2}  # optional: as sitemaps.wsgi(...) / .asgi(...) take
 
 Read once, by the middleware when Django builds its chain and by ``manage.py sitemaps``;
 what it names is imported then (after ``django.setup()``: models may be imported there).
@@ -9,13 +11,20 @@ what it names is imported then (after ``django.setup()``: models may be imported
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from django.conf import settings
 from django.utils.module_loading import import_string
 
 from ..errors import ConfigurationError
 from ..sitemaps import Sitemaps
 
-__all__ = ["configured_sitemaps"]
+__all__ = ["concurrency", "configured_sitemaps"]
+
+# The options of each stack's adapter (`SitemapWSGIMiddleware`, `SitemapASGIMiddleware`).
+SYNC_OPTIONS = frozenset({"helper_threads"})
+ASYNC_OPTIONS = frozenset({"render_threads", "max_renders", "send_timeout"})
 
 
 def configured_sitemaps() -> Sitemaps:
@@ -35,3 +44,22 @@ def configured_sitemaps() -> Sitemaps:
     if not isinstance(found, Sitemaps):
         raise ConfigurationError(f"settings.SITEMAPS = {path!r} is a {type(found).__name__}, not a Sitemaps")
     return found
+
+
+def concurrency(*, asynchronous: bool) -> dict[str, Any]:
+    """The options of ``settings.SITEMAPS_CONCURRENCY`` that a sync (or async) stack's adapter
+    takes; `ConfigurationError` for one that neither takes (their values are the adapter's
+    to check). A project may run under both: the other stack's options are left to it."""
+    given = getattr(settings, "SITEMAPS_CONCURRENCY", None)
+    if given is None:
+        return {}
+    if not isinstance(given, Mapping):
+        raise ConfigurationError(f"settings.SITEMAPS_CONCURRENCY must be a dict, not {given!r}")
+    unknown = set(given) - SYNC_OPTIONS - ASYNC_OPTIONS
+    if unknown:
+        raise ConfigurationError(
+            f"settings.SITEMAPS_CONCURRENCY: unknown options {sorted(map(str, unknown))}, "
+            f"use {sorted(SYNC_OPTIONS)} (sync stacks) and {sorted(ASYNC_OPTIONS)} (async ones)"
+        )
+    taken = ASYNC_OPTIONS if asynchronous else SYNC_OPTIONS
+    return {name: value for name, value in given.items() if name in taken}
