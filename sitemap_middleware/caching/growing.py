@@ -24,8 +24,9 @@ adapter's producer task, in render threads, at the provider's pace; under WSGI,
 whichever reader needs the next bytes first (`SyncReader`), so a client that stops
 reading never holds the others. Once complete, readers go on in the stored body itself;
 a reader is handed at most `MOST` bytes a take, so a slow client costs no more than that
-in the server's buffers. Memory is bounded by the renders in flight times one (gzip)
-document and one window, whatever the number of readers.
+in the server's buffers, and a reader waiting on an event loop is woken by a take's worth
+of growth (or after `WAKE_AFTER`), not by every chunk. Memory is bounded by the renders in
+flight times one (gzip) document and one window, whatever the number of readers.
 """
 
 from __future__ import annotations
