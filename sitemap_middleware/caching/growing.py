@@ -348,12 +348,23 @@ class Growing:
             enough = 0 if reader.index == 0 else self.made + WAKE_BYTES
             waiter = _Waiter(loop, woken, enough, self._clock() + WAKE_AFTER)
             self._waiters.append(waiter)
-        # A timer of the loop's own: a cancel scope a wait cost the loop more than the wait.
-        timer = loop.call_later(timeout, _wake, woken)
+        # Timers of the loop's own (a cancel scope a wait cost the loop more than the wait).
+        timers: list[asyncio.TimerHandle] = []
+
+        def look() -> None:
+            # `WAKE_AFTER` on: a chunk made meanwhile, too small to wake it, is sent now, though
+            # nothing more may come for long (a slow provider); else it waits out its timeout.
+            if self._chunks > reader.index or self._ended:
+                _wake(woken)
+            else:
+                timers.append(loop.call_later(max(timeout - WAKE_AFTER, 0.0), _wake, woken))
+
+        timers.append(loop.call_later(min(WAKE_AFTER, timeout), look))
         try:
             await woken
         finally:
-            timer.cancel()
+            for timer in timers:
+                timer.cancel()
             with self._changed:
                 if waiter in self._waiters:
                     self._waiters.remove(waiter)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import tracemalloc
 import zlib
 from typing import Any
@@ -20,7 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sitemap_middleware.caching.growing import MOST, WAKE_AFTER, Growing, Reader, SyncReader
+from sitemap_middleware.caching import growing as growing_module
+from sitemap_middleware.caching.growing import MOST, Growing, Reader, SyncReader
 from sitemap_middleware.concurrency.deadlines import drop_unclaimed
 from sitemap_middleware.errors import ProviderError
 from sitemap_middleware.web.compress import Gzip
@@ -430,11 +432,16 @@ class Clock:
         return self.now
 
 
-def test_a_waiting_reader_is_woken_by_a_takes_worth_of_chunks_not_by_each_one() -> None:
+def test_a_waiting_reader_is_woken_by_a_takes_worth_of_chunks_not_by_each_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Each wake of a reader on an event loop makes the loop's thread take the interpreter
     from the render's: one per chunk made a cold ASGI page pay hundreds of hand-overs. A
     reader that has had nothing is woken by the first chunk; after that, by `MOST` bytes
     made, by `WAKE_AFTER` seconds passing (a slow provider's chunks still flow), or the end."""
+    # Long enough that the loop's own look (the test below) never comes within this test,
+    # however slow the machine: the render's clock alone is moved.
+    monkeypatch.setattr(growing_module, "WAKE_AFTER", 600.0)
     clock = Clock()
     production = Chunks(2000)
     growing = Growing("page|p|1", production, lambda _: None, GZIP.inflater, clock=clock)
@@ -470,7 +477,7 @@ def test_a_waiting_reader_is_woken_by_a_takes_worth_of_chunks_not_by_each_one() 
         slow = await waits()
         assert growing.step()
         assert not await woken(slow)
-        clock.now += WAKE_AFTER
+        clock.now += growing_module.WAKE_AFTER
         assert growing.step()
         assert await woken(slow), "a chunk made WAKE_AFTER seconds after it waited wakes it"
         read_all_made(reader)
@@ -487,3 +494,23 @@ def read_all_made(reader: Reader) -> None:
     """Take what is there, as a client that keeps up does before it waits again."""
     while reader.take():
         pass
+
+
+def test_a_chunk_too_small_to_wake_a_reader_is_sent_within_wake_after_though_nothing_follows() -> None:
+    """A slow provider's one chunk, made just after its reader began to wait, then nothing for
+    long: the reader is not left waiting for more, it is woken once `WAKE_AFTER` has passed."""
+    growing = Growing("page|p|1", Chunks(10), lambda _: None, GZIP.inflater)
+    reader = growing.reader(gzip=True)
+    assert growing.step()
+    read_all_made(reader)
+
+    async def run() -> float:
+        task = asyncio.ensure_future(reader.wait_async(5.0))
+        await asyncio.sleep(0)  # registered
+        started = time.monotonic()
+        assert growing.step()  # made at once: too few bytes, too soon, to wake it
+        await asyncio.wait_for(task, 2.0)
+        return time.monotonic() - started
+
+    assert asyncio.run(run()) < 2.0
+    assert reader.take(), "the chunk it was woken for"
