@@ -381,14 +381,17 @@ class Growing:
         waiters = self._waiters
         if not waiters:
             return
+        woken: list[_Waiter] = []
+        waiting: list[_Waiter] = []
         if self._ended:
-            woken, self._waiters = waiters, []
+            woken = waiters
         else:
             made, now = self.made, self._clock()
-            woken = [waiter for waiter in waiters if made >= waiter.enough or now >= waiter.due]
+            for waiter in waiters:
+                (woken if made >= waiter.enough or now >= waiter.due else waiting).append(waiter)
             if not woken:
                 return
-            self._waiters = [w for w in waiters if w not in woken]
+        self._waiters = waiting
         for waiter in woken:
             with contextlib.suppress(RuntimeError):  # its loop has closed: nobody waits there
                 waiter.loop.call_soon_threadsafe(_wake, waiter.future)

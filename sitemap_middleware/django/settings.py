@@ -11,20 +11,30 @@ what it names is imported then (after ``django.setup()``: models may be imported
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
 from django.utils.module_loading import import_string
 
+from ..asgi import SitemapASGIMiddleware
 from ..errors import ConfigurationError
 from ..sitemaps import Sitemaps
+from ..wsgi import SitemapWSGIMiddleware
 
 __all__ = ["concurrency", "configured_sitemaps"]
 
-# The options of each stack's adapter (`SitemapWSGIMiddleware`, `SitemapASGIMiddleware`).
-SYNC_OPTIONS = frozenset({"helper_threads"})
-ASYNC_OPTIONS = frozenset({"render_threads", "max_renders", "send_timeout"})
+
+def _options(adapter: type) -> frozenset[str]:
+    """An adapter's own options: its keyword-only parameters but ``sitemaps``."""
+    parameters = inspect.signature(adapter).parameters.values()
+    return frozenset(p.name for p in parameters if p.kind is p.KEYWORD_ONLY and p.name != "sitemaps")
+
+
+# Read off the adapters, so a new option of theirs is a setting at once.
+SYNC_OPTIONS = _options(SitemapWSGIMiddleware)
+ASYNC_OPTIONS = _options(SitemapASGIMiddleware)
 
 
 def configured_sitemaps() -> Sitemaps:

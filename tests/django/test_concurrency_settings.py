@@ -28,10 +28,12 @@ configure()
 MIDDLEWARE = ["sitemap_middleware.django.SitemapMiddleware"]
 
 
-def hung(release: threading.Event) -> Any:
-    """A sync provider that waits for ``release`` before its one URL."""
+def hung(release: threading.Event, entered: threading.Event | None = None) -> Any:
+    """A sync provider that waits for ``release`` before its one URL (``entered`` once called)."""
 
     def provider() -> list[str]:
+        if entered is not None:
+            entered.set()
         release.wait(10)
         return ["/a"]
 
@@ -56,15 +58,16 @@ def test_helper_threads_let_the_provider_deadline_cut_a_hung_sync_provider() -> 
 
 
 def test_max_renders_makes_a_second_cold_page_wait_for_the_first() -> None:
-    release = threading.Event()
+    release, entered = threading.Event(), threading.Event()
     sitemaps = Sitemaps(base_url=BASE, provider_timeout=5)
-    sitemaps.add_provider("slow", hung(release))
+    sitemaps.add_provider("slow", hung(release, entered))
     sitemaps.add_provider("quick", lambda: ["/b"])
 
     async def both() -> float:
         client = AsyncClient()
         slow = asyncio.ensure_future(client.get("/sitemap-slow-1.xml", HTTP_HOST="shop.example"))
-        await asyncio.sleep(0.3)  # the slow page holds the one render slot
+        while not entered.is_set():  # its provider runs: the slow page holds the one render slot
+            await asyncio.sleep(0.01)
         threading.Timer(1.0, release.set).start()
         started = time.monotonic()
         quick = await client.get("/sitemap-quick-1.xml", HTTP_HOST="shop.example")
