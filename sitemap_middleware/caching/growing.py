@@ -145,6 +145,7 @@ class Growing:
             if parts is None:
                 self._end(tail=self._production.tail())
                 return True
+            woken: list[_Waiter] = []
             with self._changed:
                 cut = self._ended  # `fail` ended it while this step ran in an abandoned thread
                 if not cut:
@@ -154,7 +155,8 @@ class Growing:
                     self._chunks += 1
                     self.made += len(parts[0])
                     self.last_growth = time.monotonic()
-                    self._notify()
+                    woken = self._notify()
+            _wake_tasks(woken)
             if cut:
                 self._close_production(False)
             return not cut
@@ -178,7 +180,8 @@ class Growing:
             self._ended = True
             self._error = error
             self._close_window()
-            self._notify()
+            woken = self._notify()
+        _wake_tasks(woken)
         try:
             if self._stepping.acquire(blocking=False):  # no step running: close it here
                 try:
@@ -198,7 +201,8 @@ class Growing:
                 self._gzip = []
             self._error = error
             self._close_window()
-            self._notify()
+            woken = self._notify()
+        _wake_tasks(woken)
         try:
             self._close_production(tail is not None)
         finally:
@@ -369,8 +373,9 @@ class Growing:
                 if waiter in self._waiters:
                     self._waiters.remove(waiter)
 
-    def _notify(self) -> None:
-        """Wake the readers waiting (under the lock): threads, and tasks on their loops.
+    def _notify(self) -> list[_Waiter]:
+        """Wake the threads waiting (under the lock), and return the tasks to wake once the
+        lock is released (`_wake_tasks`).
 
         A task is woken once the document ended, or grew by `WAKE_BYTES` since it began to
         wait, or `WAKE_AFTER` seconds after it did: each wake makes its loop's thread take the
@@ -380,21 +385,18 @@ class Growing:
         self._changed.notify_all()
         waiters = self._waiters
         if not waiters:
-            return
+            return []
+        if self._ended:
+            self._waiters = []
+            return waiters
         woken: list[_Waiter] = []
         waiting: list[_Waiter] = []
-        if self._ended:
-            woken = waiters
-        else:
-            made, now = self.made, self._clock()
-            for waiter in waiters:
-                (woken if made >= waiter.enough or now >= waiter.due else waiting).append(waiter)
-            if not woken:
-                return
-        self._waiters = waiting
-        for waiter in woken:
-            with contextlib.suppress(RuntimeError):  # its loop has closed: nobody waits there
-                waiter.loop.call_soon_threadsafe(_wake, waiter.future)
+        made, now = self.made, self._clock()
+        for waiter in waiters:
+            (woken if made >= waiter.enough or now >= waiter.due else waiting).append(waiter)
+        if woken:
+            self._waiters = waiting
+        return woken
 
     def left(self, reader: Reader) -> None:
         with self._changed:
@@ -413,6 +415,16 @@ class _Waiter(NamedTuple):
     future: asyncio.Future[None]
     enough: int
     due: float
+
+
+def _wake_tasks(woken: list[_Waiter]) -> None:
+    """Wake ``woken`` on their loops, the document's lock released: waking a loop writes to
+    its socket, which lets the interpreter go, and a loop woken under the lock would first
+    wait for the render to release it (and then for the interpreter, up to its switch
+    interval) before it could send a byte."""
+    for waiter in woken:
+        with contextlib.suppress(RuntimeError):  # its loop has closed: nobody waits there
+            waiter.loop.call_soon_threadsafe(_wake, waiter.future)
 
 
 def _wake(woken: asyncio.Future[None]) -> None:

@@ -514,3 +514,47 @@ def test_a_chunk_too_small_to_wake_a_reader_is_sent_within_wake_after_though_not
 
     assert asyncio.run(run()) < 2.0
     assert reader.take(), "the chunk it was woken for"
+
+
+def test_a_waiting_task_is_woken_with_the_documents_lock_released() -> None:
+    """Waking a loop writes to its socket, which lets the interpreter go: a loop woken under
+    the document's lock would find it held by the render, and wait for the render before it
+    could send a byte. Every wake (a chunk, the end, a failure) comes after the lock is let go."""
+    growing = Growing("page|p|1", Chunks(3), lambda _: None, GZIP.inflater)
+    reader = growing.reader(gzip=True)
+    held_at_wake: list[bool] = []
+
+    def held_by_another_thread() -> bool:
+        taken: list[bool] = []
+
+        def probe() -> None:
+            taken.append(growing._changed.acquire(blocking=False))
+            if taken[0]:
+                growing._changed.release()
+
+        thread = threading.Thread(target=probe)
+        thread.start()
+        thread.join()
+        return not taken[0]
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        wake = loop.call_soon_threadsafe
+
+        def recorded(callback: Any, *args: Any) -> Any:
+            held_at_wake.append(held_by_another_thread())
+            return wake(callback, *args)
+
+        loop.call_soon_threadsafe = recorded  # type: ignore[method-assign]
+        while True:
+            task = asyncio.ensure_future(reader.wait_async(5.0))
+            await asyncio.sleep(0)  # registered
+            stepped = await asyncio.to_thread(growing.step)
+            await asyncio.wait_for(task, 2.0)
+            read_all_made(reader)
+            if not stepped:
+                break
+
+    asyncio.run(run())
+    assert held_at_wake, "the reader was woken through its loop"
+    assert not any(held_at_wake), f"woken under the lock: {held_at_wake}"
