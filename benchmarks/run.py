@@ -22,6 +22,7 @@ BENCHMARKS = (
     "changelog",
     "changelog_redis",
     "audit",
+    "targets",
 )
 
 
