@@ -32,16 +32,16 @@ flight times one (gzip) document and one window, whatever the number of readers.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 import time
 from collections.abc import Callable
-from typing import Literal, NamedTuple, Protocol
+from typing import Literal, Protocol
 
 import anyio
 
 from ..errors import ProviderError
 from .reading import MOST, Inflater, Mark, Reader, SyncReader
+from .waking import Waiter, Waiting, wake, wake_future
 from .window import WINDOW, RawWindow, after
 
 __all__ = ["MOST", "Growing", "Production", "Reader", "SyncReader"]
@@ -94,7 +94,7 @@ class Growing:
         # identity before a piece, one that starts there (`web.compress.Gzip.inflater`).
         self.inflater = inflater
         self._changed = threading.Condition()
-        self._waiters: list[_Waiter] = []  # readers waiting on event loops
+        self._waiting = Waiting()  # readers waiting on event loops
         self._clock = clock
         self._complete: bytes | None = None  # the stored gzip body, once complete
         self._stepping = threading.Lock()  # one step at a time, on whatever thread
@@ -145,7 +145,7 @@ class Growing:
             if parts is None:
                 self._end(tail=self._production.tail())
                 return True
-            woken: list[_Waiter] = []
+            woken: list[Waiter] = []
             with self._changed:
                 cut = self._ended  # `fail` ended it while this step ran in an abandoned thread
                 if not cut:
@@ -156,7 +156,7 @@ class Growing:
                     self.made += len(parts[0])
                     self.last_growth = time.monotonic()
                     woken = self._notify()
-            _wake_tasks(woken)
+            wake(woken)
             if cut:
                 self._close_production(False)
             return not cut
@@ -181,7 +181,7 @@ class Growing:
             self._error = error
             self._close_window()
             woken = self._notify()
-        _wake_tasks(woken)
+        wake(woken)
         try:
             if self._stepping.acquire(blocking=False):  # no step running: close it here
                 try:
@@ -202,7 +202,7 @@ class Growing:
             self._error = error
             self._close_window()
             woken = self._notify()
-        _wake_tasks(woken)
+        wake(woken)
         try:
             self._close_production(tail is not None)
         finally:
@@ -350,8 +350,8 @@ class Growing:
                 return
             # A reader that has had nothing is woken by the first chunk (first bytes at once).
             enough = 0 if reader.index == 0 else self.made + WAKE_BYTES
-            waiter = _Waiter(loop, woken, enough, self._clock() + WAKE_AFTER)
-            self._waiters.append(waiter)
+            waiter = Waiter(loop, woken, enough, self._clock() + WAKE_AFTER)
+            self._waiting.add(waiter)
         # Timers of the loop's own (a cancel scope a wait cost the loop more than the wait).
         timers: list[asyncio.TimerHandle] = []
 
@@ -359,9 +359,9 @@ class Growing:
             # `WAKE_AFTER` on: a chunk made meanwhile, too small to wake it, is sent now, though
             # nothing more may come for long (a slow provider); else it waits out its timeout.
             if self._chunks > reader.index or self._ended:
-                _wake(woken)
+                wake_future(woken)
             else:
-                timers.append(loop.call_later(max(timeout - WAKE_AFTER, 0.0), _wake, woken))
+                timers.append(loop.call_later(max(timeout - WAKE_AFTER, 0.0), wake_future, woken))
 
         timers.append(loop.call_later(min(WAKE_AFTER, timeout), look))
         try:
@@ -370,12 +370,11 @@ class Growing:
             for timer in timers:
                 timer.cancel()
             with self._changed:
-                if waiter in self._waiters:
-                    self._waiters.remove(waiter)
+                self._waiting.remove(waiter)
 
-    def _notify(self) -> list[_Waiter]:
-        """Wake the threads waiting (under the lock), and return the tasks to wake once the
-        lock is released (`_wake_tasks`).
+    def _notify(self) -> list[Waiter]:
+        """Wake the threads waiting (under the lock); return the tasks to wake once it is
+        released (`waking.wake`).
 
         A task is woken once the document ended, or grew by `WAKE_BYTES` since it began to
         wait, or `WAKE_AFTER` seconds after it did: each wake makes its loop's thread take the
@@ -383,20 +382,7 @@ class Growing:
         hand-overs (benchmarks/HISTORY.md, "Fewer wakes").
         """
         self._changed.notify_all()
-        waiters = self._waiters
-        if not waiters:
-            return []
-        if self._ended:
-            self._waiters = []
-            return waiters
-        woken: list[_Waiter] = []
-        waiting: list[_Waiter] = []
-        made, now = self.made, self._clock()
-        for waiter in waiters:
-            (woken if made >= waiter.enough or now >= waiter.due else waiting).append(waiter)
-        if woken:
-            self._waiters = waiting
-        return woken
+        return self._waiting.due(self.made, self._clock(), self._ended)
 
     def left(self, reader: Reader) -> None:
         with self._changed:
@@ -406,27 +392,3 @@ class Growing:
                 self._window.trim(min(other.index for other in self._fronts))
             else:
                 self._window.clear()
-
-
-class _Waiter(NamedTuple):
-    """A task waiting on its loop, and the size and the time that wake it."""
-
-    loop: asyncio.AbstractEventLoop
-    future: asyncio.Future[None]
-    enough: int
-    due: float
-
-
-def _wake_tasks(woken: list[_Waiter]) -> None:
-    """Wake ``woken`` on their loops, the document's lock released: waking a loop writes to
-    its socket, which lets the interpreter go, and a loop woken under the lock would first
-    wait for the render to release it (and then for the interpreter, up to its switch
-    interval) before it could send a byte."""
-    for waiter in woken:
-        with contextlib.suppress(RuntimeError):  # its loop has closed: nobody waits there
-            waiter.loop.call_soon_threadsafe(_wake, waiter.future)
-
-
-def _wake(woken: asyncio.Future[None]) -> None:
-    if not woken.done():
-        woken.set_result(None)
