@@ -153,8 +153,5 @@ def main(argv: list[str] | None = None) -> None:
     print(table(headers, body))
 
 
-if __name__ == "__main__":
-    here = str(Path(__file__).resolve().parent)
-    if here not in sys.path:
-        sys.path.insert(0, here)
+if __name__ == "__main__":  # a child run: Python puts this folder first on its path
     main()
