@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, tzinfo
 from typing import TypeVar
 
+import msgspec
 from django.conf import settings
 from django.utils import timezone
 
@@ -50,7 +51,7 @@ def aware_entry(entry: object, zone: tzinfo) -> object:
     if isinstance(entry, Url):
         lastmod = entry.lastmod
         if isinstance(lastmod, datetime) and lastmod.tzinfo is None:
-            return entry._replace(lastmod=_utc(lastmod, zone))
+            return msgspec.structs.replace(entry, lastmod=_utc(lastmod, zone))
     elif type(entry) is tuple and len(entry) > 1:  # a row: `Url`'s fields in order
         lastmod = entry[1]
         if isinstance(lastmod, datetime) and lastmod.tzinfo is None:

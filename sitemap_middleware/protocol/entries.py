@@ -2,10 +2,9 @@
 
 Providers yield `Url` records, plain strings (a loc alone), mappings with the same
 keys, or rows: plain tuples of `Url`'s fields in order, ``(loc, lastmod, changefreq,
-priority, ...)``, as a database cursor returns them (no record built per URL: a fifth of
-the cost of a `Url` made with keywords). `Url` never raises on bad values: checking happens
-here, per entry, when the middleware pulls it, so one bad row skips one URL instead of
-killing the whole file::
+priority, ...)``, as a database cursor returns them (no record built per URL). `Url` never
+raises on bad values: checking happens here, per entry, when the middleware pulls it, so
+one bad row skips one URL instead of killing the whole file::
 
     site = Site.parse("https://shop.example")
     normalise = Normaliser(site)
@@ -31,6 +30,8 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import NamedTuple
 
+import msgspec
+
 from ..errors import EntryError
 from .extensions import PLAIN, Alternate, Extensions, Image, News, Video
 from .hreflang import X_DEFAULT, Localised
@@ -54,7 +55,7 @@ __all__ = [
 CHANGEFREQS = frozenset({"always", "hourly", "daily", "weekly", "monthly", "yearly", "never"})
 
 
-class Url(NamedTuple):
+class Url(msgspec.Struct, frozen=True):
     """One page of the site, as a provider describes it.
 
     Example::
@@ -72,10 +73,12 @@ class Url(NamedTuple):
     - ``news``: a `News` record.
 
     Extensions are written only in sections that declare them (``extensions=`` when the
-    provider is registered). Nothing is checked here: values are validated when the entry is rendered, and a
-    bad entry is skipped and logged (or raises, with ``Sitemaps(strict=True)``).
-    Immutable; a NamedTuple rather than a frozen dataclass because providers build
-    millions of them and a frozen dataclass costs twice as much to construct.
+    provider is registered). Nothing is checked here: values are validated when the entry is
+    rendered, and a bad entry is skipped and logged (or raises, with ``Sitemaps(strict=True)``).
+    Immutable, compared and hashed by value; ``msgspec.structs.replace(url, lastmod=...)``
+    makes a changed copy. A msgspec `Struct` because providers build millions of them and
+    it is built in C: 50,000 made with keywords take 7 ms, against 60 as a NamedTuple and
+    twice that as a frozen dataclass (benchmarks/HISTORY.md, "A `Url` built in C").
     """
 
     loc: str
@@ -89,9 +92,10 @@ class Url(NamedTuple):
 
     def __repr__(self) -> str:
         # Log lines quote skipped entries: the extensions an entry does not use stay out.
+        values = msgspec.structs.astuple(self)
         shown = (
             f"{name}={value!r}"
-            for index, (name, value) in enumerate(zip(self._fields, self, strict=True))
+            for index, (name, value) in enumerate(zip(_URL_FIELDS, values, strict=True))
             if index < 4 or value is not None
         )
         return f"Url({', '.join(shown)})"
@@ -174,7 +178,8 @@ class Normaliser(LocRules):
         videos: object
         news: object
         if type(raw) is Url:
-            loc, lastmod, changefreq, priority, alternates, images, videos, news = raw
+            loc, lastmod, changefreq, priority = raw.loc, raw.lastmod, raw.changefreq, raw.priority
+            alternates, images, videos, news = raw.alternates, raw.images, raw.videos, raw.news
         elif type(raw) is tuple and len(raw) == 2:
             # A row's common shape, (loc, lastmod), unpacked here: 70 ms for 50,000 against 80
             # through `_fields` (benchmarks/HISTORY.md, "Rows as entries").
@@ -314,16 +319,17 @@ class Normaliser(LocRules):
         )
 
 
-_URL_KEYS = frozenset(Url._fields)
-_NO_FIELDS = (None,) * (len(Url._fields) - 1)
+_URL_FIELDS = Url.__struct_fields__
+_URL_KEYS = frozenset(_URL_FIELDS)
+_NO_FIELDS = (None,) * (len(_URL_FIELDS) - 1)
 # What a row of n values lacks of `Url`'s fields, by n.
-_ROW_PADDING = {length: (None,) * (len(Url._fields) - length) for length in range(1, len(Url._fields) + 1)}
+_ROW_PADDING = {length: (None,) * (len(_URL_FIELDS) - length) for length in range(1, len(_URL_FIELDS) + 1)}
 
 
-def _fields(raw: object) -> Url | tuple[object, ...]:
+def _fields(raw: object) -> tuple[object, ...]:
     """The raw fields of any entry shape a provider may yield, in `Url`'s order."""
     if isinstance(raw, Url):
-        return raw
+        return msgspec.structs.astuple(raw)
     if type(raw) is tuple:
         # A row: `Url`'s fields in order, as a database cursor hands them over. Only a plain
         # tuple: another NamedTuple's fields have names of their own, in an order of their own.
@@ -338,9 +344,9 @@ def _fields(raw: object) -> Url | tuple[object, ...]:
     raise EntryError("unsupported entry type", type(raw).__name__)
 
 
-def _from_mapping(raw: Mapping[object, object]) -> Url:
+def _from_mapping(raw: Mapping[object, object]) -> tuple[object, ...]:
     unknown = set(raw) - _URL_KEYS
     if unknown or "loc" not in raw:
         detail = f"unknown keys {sorted(map(str, unknown))}" if unknown else "no 'loc' key"
         raise EntryError("unsupported entry type", f"mapping with {detail}")
-    return Url(**raw)  # type: ignore[arg-type]
+    return tuple(raw.get(name) for name in _URL_FIELDS)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import pickle
 import re
 import string
 from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -440,6 +442,26 @@ def test_url_subclass_entry_is_accepted() -> None:
         pass
 
     assert normaliser()(ProductUrl("/p/1")).loc == f"{BASE}/p/1"
+
+
+def test_a_url_is_an_immutable_value() -> None:
+    """Compared and hashed by its fields, never changed in place: a changed copy is made."""
+    url = Url("/p/1", lastmod=date(2024, 5, 1), priority=0.8)
+    assert url == Url("/p/1", date(2024, 5, 1), None, 0.8)
+    assert url != Url("/p/1", lastmod=date(2024, 5, 2), priority=0.8)
+    assert len({url, Url("/p/1", lastmod=date(2024, 5, 1), priority=0.8)}) == 1
+    with pytest.raises(AttributeError):
+        url.loc = "/p/2"  # type: ignore[misc]
+    changed = msgspec.structs.replace(url, lastmod=date(2024, 6, 1))
+    assert (changed.loc, changed.lastmod, url.lastmod) == ("/p/1", date(2024, 6, 1), date(2024, 5, 1))
+    assert pickle.loads(pickle.dumps(url)) == url
+
+
+def test_a_urls_repr_shows_its_core_fields_and_the_extensions_it_uses() -> None:
+    # Skipped entries are logged by their repr: extensions left out stay out of the line.
+    assert repr(Url("/p/1", images=["/i.jpg"])) == (
+        "Url(loc='/p/1', lastmod=None, changefreq=None, priority=None, images=['/i.jpg'])"
+    )
 
 
 @pytest.mark.parametrize(
