@@ -1,7 +1,9 @@
 """The sitemap extensions search engines read: hreflang alternates, images, videos and news.
 
-A `Url` carries them as records; tags.py checks each by its rules and writes it after the
-core fields of its ``<url>``, in its namespace::
+A `Url` carries them as records (immutable msgspec `Struct`s, as `Url` is; a mapping of a
+record's fields, or an ``(hreflang, href)`` pair for an alternate, is read alike); tags.py
+checks each by its rules and writes it after the core fields of its ``<url>``, in its
+namespace::
 
     Url("/p/1",
         alternates=[Alternate("en", "/p/1"), Alternate("de", "/de/p/1")],
@@ -24,7 +26,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
-from typing import NamedTuple
+
+import msgspec
 
 from ..errors import ConfigurationError, EntryError
 from .hreflang import Languages
@@ -53,7 +56,7 @@ EXTENSIONS = tuple(NAMESPACES)
 NEWS_END = "</news:news></url>\n"
 
 
-class Alternate(NamedTuple):
+class Alternate(msgspec.Struct, frozen=True):
     """One member of a page's hreflang group: a language tag (or ``x-default``) and its URL.
 
     ``hreflang``: ``en``, ``de-AT``, ``zh-Hant-TW`` or ``x-default``. ``href``: a URL on the
@@ -64,13 +67,13 @@ class Alternate(NamedTuple):
     href: str
 
 
-class Image(NamedTuple):
+class Image(msgspec.Struct, frozen=True):
     """An image on the page: its URL, on any host (a CDN), or a path on the site."""
 
     loc: str
 
 
-class Video(NamedTuple):
+class Video(msgspec.Struct, frozen=True):
     """A video on the page (Google's video sitemap tags, less those retired in 2022).
 
     Required: ``thumbnail_loc``, ``title`` (at most 100 characters), ``description`` (at
@@ -104,7 +107,7 @@ class Video(NamedTuple):
     tags: Sequence[str] = ()
 
 
-class News(NamedTuple):
+class News(msgspec.Struct, frozen=True):
     """A news article (Google News): all four fields are required.
 
     ``language``: the publication's ISO 639 code (``en``, ``gsw``; ``zh-cn``/``zh-tw`` for

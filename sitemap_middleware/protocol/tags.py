@@ -18,7 +18,7 @@ from itertools import islice
 from typing import Protocol, TypeVar
 
 from ..errors import EntryError
-from .extensions import Extensions, Image, News, Video
+from .extensions import Alternate, Extensions, Image, News, Video
 from .hreflang import language_tag
 from .values import decimal_text, w3c_datetime
 from .xmltext import escape_text, xml_text
@@ -67,7 +67,9 @@ def alternates_xml(rules: UrlRules, declared: Extensions, page: str, alternates:
     parts: list[str] = []
     itself = False
     for item in items:
-        if isinstance(item, tuple) and len(item) == 2:
+        if isinstance(item, Alternate):
+            tag, href = item.hreflang, item.href
+        elif isinstance(item, tuple) and len(item) == 2:
             tag, href = item
         elif isinstance(item, Mapping) and set(item) == {"hreflang", "href"}:
             tag, href = item["hreflang"], item["href"]
@@ -281,7 +283,7 @@ def _record(kind: type[R], value: object, reason: str) -> R:
     if isinstance(value, kind):
         return value
     if isinstance(value, Mapping):
-        unknown = set(value) - set(kind._fields)
+        unknown = set(value) - set(kind.__struct_fields__)
         if not unknown:
             try:
                 return kind(**value)

@@ -235,7 +235,7 @@ def test_image_is_written_with_its_loc_only() -> None:
 
 def test_image_record_has_no_field_google_retired() -> None:
     # Google, 2022: image:caption, image:title, image:geo_location and image:license are ignored.
-    assert Image._fields == ("loc",)
+    assert Image.__struct_fields__ == ("loc",)
 
 
 @pytest.mark.parametrize(
@@ -375,7 +375,8 @@ def test_video_is_written_in_schema_order_without_retired_tags() -> None:
 
 def test_video_record_has_no_field_google_retired() -> None:
     # Google, 2022: category, gallery_loc, price, tvshow and player_loc's allow_embed/autoplay.
-    assert not {"category", "gallery_loc", "price", "tvshow", "allow_embed", "autoplay"} & set(Video._fields)
+    retired = {"category", "gallery_loc", "price", "tvshow", "allow_embed", "autoplay"}
+    assert not retired & set(Video.__struct_fields__)
 
 
 def test_minimal_video_with_a_player_only_is_valid() -> None:
