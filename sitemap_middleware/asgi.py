@@ -52,10 +52,10 @@ class SitemapASGIMiddleware:
       per event loop. Rendering holds the GIL, so more only slow the app's own requests;
       raise it for providers that mostly wait on I/O.
     - ``max_renders``: documents in the middle of rendering at once per event loop (a
-      slot is held while a page renders, never while a client reads it; a page not stored,
-      ``cache=None``, streams to its client and holds it until sent). Each holds one
-      document for all its readers: this bounds memory beyond the cache under any load;
-      a request that finds no slot within the provider deadline gets a 503 with ``Retry-After``.
+      slot is held while a page renders, never while a client reads it, even where a page
+      is not stored and streams to its one client). Each holds one document for all its
+      readers: this bounds memory beyond the cache under any load; a request that finds
+      no slot within the provider deadline gets a 503 with ``Retry-After``.
     - ``send_timeout``: seconds a client may take to accept one chunk of a page before
       its response is aborted (it holds nothing else meanwhile).
     """
@@ -164,5 +164,4 @@ class SitemapASGIMiddleware:
             await send({"type": "http.response.body", "body": b"" if head else reply.body})
         else:
             threads = self._capacities.current().threads
-            rendered = slot.release if slot is not None else None
-            await send_body(reply, send, receive, threads, self._timeout, self._send_timeout, rendered)
+            await send_body(reply, send, receive, threads, self._timeout, self._send_timeout, slot)

@@ -235,22 +235,48 @@ def slotted(cache: bool = False) -> Sitemaps:
     return sitemaps
 
 
-def test_a_streaming_page_holds_its_render_slot_until_read_and_others_get_503_meanwhile() -> None:
+def test_a_streaming_page_gives_its_render_slot_back_while_its_client_does_not_read() -> None:
     sitemaps = slotted()
     app = sitemaps.asgi(RecordingApp(), max_renders=1)
-    held, blocked, later = HeldSend(), Recorder(), Recorder()
+    held, meanwhile = HeldSend(), Recorder()
 
     async def scenario() -> None:
         async with anyio.create_task_group() as group:
             group.start_soon(app, http_scope("/sitemap-products-1.xml"), Receive(), held)
-            await held.first_chunk.wait()  # the page streams, its slot taken
+            await held.first_chunk.wait()  # the page streams; its client stops reading
+            await app(http_scope("/sitemap-pages-1.xml"), Receive(), meanwhile)  # the only slot
+            held.resume.set()  # the stream takes the slot back and goes on
+
+    anyio.run(scenario)
+    assert meanwhile.status == 200
+    assert held.status == 200
+    assert len(locs(validate(held.body))) == 1000
+    assert "busy" not in sitemaps.stats.snapshot()["pages"]  # counted only once it happens
+
+
+def test_a_page_rendering_holds_its_render_slot_and_others_get_503_meanwhile() -> None:
+    sitemaps = slotted()
+    rendering, release = threading.Event(), threading.Event()
+
+    def slow() -> Iterator[str]:
+        rendering.set()
+        release.wait(5)  # stalled: cut after provider_timeout (0.3 s) and THREAD_GRACE (0.5 s)
+        yield "/slow"
+
+    sitemaps.add_provider("slow", slow)
+    app = sitemaps.asgi(RecordingApp(), max_renders=1)
+    first, blocked, later = Recorder(), Recorder(), Recorder()
+
+    async def scenario() -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(app, http_scope("/sitemap-slow-1.xml"), Receive(), first)
+            while not rendering.is_set():
+                await anyio.sleep(0.01)
             await app(http_scope("/sitemap-pages-1.xml"), Receive(), blocked)  # waits 0.3 s: busy
-            held.resume.set()
+            release.set()
         await app(http_scope("/sitemap-pages-1.xml"), Receive(), later)  # the slot is free again
 
     anyio.run(scenario)
-    assert held.status == 200
-    assert len(locs(validate(held.body))) == 1000
     assert blocked.status == 503
     assert blocked.body == b"Sitemap temporarily unavailable\n"
     assert later.status == 200

@@ -2,7 +2,7 @@
 
 Providers and rendering are synchronous Python. Under ASGI they run in worker threads,
 within two limits per event loop (`Capacity`): how many threads compute at once, and how
-many documents are being rendered at once (a `Slot` each, held while the page streams).
+many documents are being rendered at once (a `Slot` each, held while a page renders).
 A deadline cuts a thread only when its provider stops making progress (`deadlines`), and
 a request waiting for another one's render waits here, on the loop, never in a thread::
 
@@ -85,13 +85,18 @@ class LoopCapacities:
 
 class Slot:
     """One request's claim on a render slot of its event loop: taken before it renders,
-    given back once. Nothing is looked up until it is taken: most answers never render."""
+    given back when it is done rendering (or waits on its client, and then taken again).
+    Nothing is looked up until it is taken: most answers never render."""
 
     __slots__ = ("_capacities", "_held")
 
     def __init__(self, capacities: LoopCapacities) -> None:
         self._capacities = capacities
         self._held: anyio.Semaphore | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._held is not None
 
     async def acquire(self, timeout: float | None) -> bool:
         if self._held is None:

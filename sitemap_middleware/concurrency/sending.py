@@ -5,9 +5,10 @@ the client goes away (servers may drop messages sent after a disconnect without 
 error, as uvicorn does, so ``receive`` is watched for ``http.disconnect``: otherwise a
 page is rendered to nobody, then cached as if delivered), the provider stalls (its
 deadline counts from its last batch, `ThreadCalls`), or the client stops reading
-(``send_timeout`` per chunk gives the render slot back)::
+(``send_timeout`` per chunk aborts its response). Meanwhile a client that does not read
+holds no render slot (`_Sends`)::
 
-    await stream_body(chunks, send, receive, capacity.threads, provider_timeout, send_timeout)
+    await stream_body(chunks, send, receive, capacity.threads, provider_timeout, send_timeout, slot)
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ from functools import partial
 from typing import Any
 
 import anyio
+import anyio.abc
 import anyio.lowlevel
 
 from ..caching.growing import Growing, Reader
 from ..errors import ProviderError
 from ..web.replies import Reply
-from .offload import ThreadCalls, raise_unwrapped
+from .offload import Slot, ThreadCalls, raise_unwrapped
 from .steps import Busy
 
 __all__ = ["lead_growing", "send_body", "send_growing", "stream_body"]
@@ -39,6 +41,9 @@ HOP_SECONDS = 0.02
 RENDER_HOP_SECONDS = 0.05
 # A reader of a growing document looks again at least this often, woken or not.
 _WAKE_AT_LEAST = 1.0
+# A streamed hop not sent within this waits on its client, not on rendering: its slot goes
+# back meanwhile. On loopback a reading client takes a hop (1 MB) in about a millisecond.
+_SLOT_GRACE = 0.05
 
 
 async def send_body(
@@ -48,21 +53,22 @@ async def send_body(
     threads: anyio.CapacityLimiter,
     timeout: float | None,
     send_timeout: float,
-    rendered: Callable[[], None] | None,
+    slot: Slot | None,
 ) -> None:
     """A reply's body that is not bytes: a growing document, led or joined, or a stream.
 
-    ``rendered``: gives the render slot back once the render it leads is over.
+    ``slot``: the render slot of the request's flow, if it rendered: a stream holds it
+    while it renders, a led render until it is over.
     """
     body = reply.body
     assert not isinstance(body, bytes)
     if not isinstance(body, Reader):
-        await stream_body(body, send, receive, threads, timeout, send_timeout)
+        await stream_body(body, send, receive, threads, timeout, send_timeout, slot)
     elif reply.growing is None:
         await send_growing(body, send, receive, send_timeout)
     else:
-        assert rendered is not None  # a render is led from a request's flow, which holds its slot
-        await lead_growing(reply.growing, body, send, receive, threads, timeout, send_timeout, rendered)
+        assert slot is not None  # a render is led from a request's flow, which holds its slot
+        await lead_growing(reply.growing, body, send, receive, threads, timeout, send_timeout, slot.release)
 
 
 async def stream_body(
@@ -72,12 +78,15 @@ async def stream_body(
     threads: anyio.CapacityLimiter,
     timeout: float | None,
     send_timeout: float,
+    slot: Slot | None = None,
 ) -> None:
     """Send ``chunks`` as ``http.response.body`` messages as they are produced.
 
-    Raises `ProviderError` when the provider stalls, `Busy` when no thread came free,
-    `TimeoutError` when the client took no chunk for ``send_timeout`` s; returns early,
-    without the final message, when the client went away.
+    A held ``slot`` is given back while the client does not read, and taken again
+    (within ``timeout``) before the next chunk is made. Raises `ProviderError` when the
+    provider stalls, `Busy` when no thread or slot came free, `TimeoutError` when the
+    client took no chunk for ``send_timeout`` s; returns early, without the final
+    message, when the client went away.
     """
     calls = ThreadCalls(threads, timeout)
     try:
@@ -86,6 +95,8 @@ async def stream_body(
             group.start_soon(calls.keep)  # one deadline keeper for every chunk's call
             take = partial(next, chunks, _DONE)  # the first chunk alone: first bytes at once
             sends = _Sends(send, send_timeout)
+            if slot is not None and slot.held:
+                sends.pause_with(slot, timeout, group)
             with sends.scope:
                 while True:
                     try:
@@ -112,22 +123,62 @@ class _Sends:
     page's event loop more than the sends: benchmarks/HISTORY.md, "Fewer wakes")::
 
         sends = _Sends(send, send_timeout)
+        sends.pause_with(slot, timeout, group)  # a stream that renders as it sends
         with sends.scope:
             await sends.chunk(data)             # ...for each chunk
         sends.check()                           # TimeoutError if a chunk was not taken in time
+
+    A stream renders between its sends, so it holds a render slot; a send its client
+    does not take within `_SLOT_GRACE` waits on that client alone, so the slot goes back
+    until it is taken, then the stream queues for one again (`steps.Busy` after
+    ``timeout``): slow readers of unstored pages never keep other pages from rendering,
+    and one holds its socket, the hop being sent and its provider's iterator, nothing else.
+    Only a slow send pays for this: giving the slot back before every send would put a
+    reading client at the back of the queue once a hop.
     """
 
-    __slots__ = ("_send", "_timeout", "scope")
+    __slots__ = ("_group", "_send", "_slot", "_slot_timeout", "_timeout", "scope")
 
     def __init__(self, send: Callable[[Message], Awaitable[None]], send_timeout: float) -> None:
         self._send = send
         self._timeout = send_timeout
         self.scope = anyio.CancelScope()
+        self._slot: Slot | None = None
+        self._slot_timeout: float | None = None
+        self._group: anyio.abc.TaskGroup | None = None
+
+    def pause_with(self, slot: Slot, timeout: float | None, group: anyio.abc.TaskGroup) -> None:
+        """Give ``slot`` back while a send waits on the client; sends then run in ``group``."""
+        self._slot, self._slot_timeout, self._group = slot, timeout, group
 
     async def chunk(self, data: bytes) -> None:
         self.scope.deadline = anyio.current_time() + self._timeout
-        await self._send({"type": "http.response.body", "body": data, "more_body": True})
+        message = {"type": "http.response.body", "body": data, "more_body": True}
+        if self._slot is None:
+            await self._send(message)
+        else:
+            await self._send_pausing(message, self._slot)
         self.scope.deadline = math.inf
+
+    async def _send_pausing(self, message: Message, slot: Slot) -> None:
+        # The send runs in a task of its own: cancelling one halfway could lose its bytes.
+        # What it raises reaches the stream's group, which cancels the stream.
+        sent = anyio.Event()
+        assert self._group is not None
+        self._group.start_soon(self._sent, message, sent)
+        with anyio.move_on_after(_SLOT_GRACE):
+            await sent.wait()
+        if sent.is_set():
+            return
+        slot.release()
+        await sent.wait()
+        self.scope.deadline = math.inf  # taken in time: queueing for a slot is not the client's
+        if not await slot.acquire(self._slot_timeout):
+            raise Busy(f"no render slot came free in {self._slot_timeout} s: page aborted")
+
+    async def _sent(self, message: Message, sent: anyio.Event) -> None:
+        await self._send(message)
+        sent.set()
 
     def check(self) -> None:
         if self.scope.cancelled_caught:

@@ -8,6 +8,8 @@ document; when it hangs up instead, the provider's generator is closed.
 
 These pages are not stored (``cache=None``), so each streams to its one client at that
 client's pace; a stored page is rendered once for all its readers (caching/test_shared_renders.py).
+Under ASGI such a stream holds a render slot while it renders, never while its client does
+not read: slow readers of as many unstored pages as there are slots keep no other page waiting.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -22,8 +25,9 @@ import pytest
 from sitemap_middleware import Sitemaps
 from sitemap_middleware.providers import MAX_BATCH
 
+from .. import apps
 from ..crawl import BASE
-from ..servers import TIMEOUT, Server, SlowReader
+from ..servers import TIMEOUT, Server, SlowReader, uvicorn_serving
 from ..xsd import locs, validate
 
 pytestmark = pytest.mark.server
@@ -153,3 +157,40 @@ def test_slow_reader_that_hangs_up_closes_the_provider(huge: Huge) -> None:
     reader.close()
     assert provider.closed.wait(TIMEOUT), f"generator still open after {TIMEOUT} s"
     assert not provider.finished.is_set()
+
+
+SLOTS = 2  # max_renders: as many slow readers as there are render slots
+PAGE_ROWS = 10_000  # ~9.4 MB a page: far more than the socket buffers hold
+
+
+def _paged(offset: int, limit: int | None) -> Iterator[str]:
+    end = 8 * PAGE_ROWS if limit is None else min(offset + limit, 8 * PAGE_ROWS)
+    return (f"/p/{n}/{FILLER}" for n in range(offset, end))
+
+
+def test_slow_readers_of_unstored_pages_hold_no_render_slot() -> None:
+    sitemaps = Sitemaps(base_url=BASE, cache=None, provider_timeout=5)
+    sitemaps.add_provider("big", _paged, page_size=PAGE_ROWS, count=lambda: 8 * PAGE_ROWS)
+    app = sitemaps.asgi(apps.starlette_app(), max_renders=SLOTS)
+    with uvicorn_serving(app) as port:
+        readers = [SlowReader(port, f"/sitemap-big-{n}.xml", CLIENT_RCVBUF) for n in range(1, SLOTS + 1)]
+        try:
+            head = [reader.read(HEAD_BYTES) for reader in readers]
+            assert all(len(part) == HEAD_BYTES for part in head)
+            # Were the slots held while these clients do not read, the next pages would wait
+            # for send_timeout (10 s) or get a 503 after provider_timeout (5 s).
+            server = Server(port, "starlette")
+            for n in (3, 4):
+                asked = time.monotonic()
+                assert server.fetch(f"/sitemap-big-{n}.xml").startswith(b"<?xml")
+                assert time.monotonic() - asked < 3.0
+            # A paused stream takes a slot back to go on, and its client gets the whole page.
+            body = head[0] + readers[0].read()
+            assert locs(validate(body)) == [_loc(n) for n in range(PAGE_ROWS)]
+        finally:
+            for reader in readers:
+                reader.close()
+        # Nothing was kept for them: a burst of pages all answer.
+        with ThreadPoolExecutor(4) as pool:
+            statuses = list(pool.map(lambda n: server.get(f"/sitemap-big-{n}.xml").status, range(5, 9)))
+        assert statuses == [200] * 4

@@ -189,7 +189,7 @@ class StuckSend(Recorder):
             await anyio.sleep_forever()
 
 
-def test_asgi_client_that_stops_reading_gives_its_render_slot_back_after_send_timeout():
+def test_asgi_client_that_stops_reading_holds_no_render_slot_and_is_aborted_after_send_timeout():
     sitemaps = cold(Gate(closed=0, rows=3000))
     sitemaps.add_provider("pages", lambda: ["/", "/about"])
     app = sitemaps.asgi(RecordingApp(), max_renders=1, send_timeout=0.3)
