@@ -46,6 +46,7 @@ __all__ = [
     "MemoryStore",
     "Replayable",
     "identity_copies",
+    "max_document_bytes",
     "replayable",
 ]
 
@@ -82,6 +83,8 @@ class CacheStore(Protocol):
       adapter awaits a request's lookup on the loop through it (`RedisStore`).
     - ``generation`` never waits on the network, whatever ``blocking`` says: keys are
       built on the event loop (a shared store resolves generations inside its own calls).
+    - A store may declare ``max_document_bytes``, the largest body it stores: a cold page
+      past it will not be kept, so its render is paced by its readers (`caching.growing`).
     """
 
     blocking: bool
@@ -137,6 +140,12 @@ def replayable(store: CacheStore | None) -> Replayable | None:
     return cast(Replayable, store) if getattr(store, "replayable", False) else None
 
 
+def max_document_bytes(store: CacheStore | None) -> int | None:
+    """The largest body ``store`` declares it keeps (``None``: any, or no store)."""
+    limit = getattr(store, "max_document_bytes", None)
+    return limit if isinstance(limit, int) else None
+
+
 def identity_copies(store: CacheStore | None) -> IdentityCopies | None:
     """``store``, if it declares it keeps identity copies."""
     return cast(IdentityCopies, store) if getattr(store, "identity_copies", False) else None
@@ -154,6 +163,9 @@ class MemoryStore:
 
     - ``max_bytes``: total bytes of stored bodies (plus a small per-entry overhead),
       identity copies included.
+    - ``max_document_bytes``: the largest body stored (an eighth of ``max_bytes`` by
+      default); a larger one is served, never stored: room for it would evict much of what
+      is hot, section plans among them, which cost a pass over the section to make again.
     - ``ttl``: seconds a document is served before it is rendered again.
     - ``timer``: a monotonic clock; inject a fake one in tests instead of sleeping.
     """
@@ -162,6 +174,7 @@ class MemoryStore:
         self,
         *,
         max_bytes: int = 256 * 1024 * 1024,
+        max_document_bytes: int | None = None,
         ttl: float = 600.0,
         timer: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -176,6 +189,7 @@ class MemoryStore:
         self._generations: dict[str, int] = {}
         self._epoch = 0
         self.max_bytes = max_bytes
+        self.max_document_bytes = max_bytes // 8 if max_document_bytes is None else max_document_bytes
         self.ttl = ttl
         self.flights = Flights()
         self.blocking = False  # answered from memory: on the event loop, no thread hop
@@ -194,8 +208,8 @@ class MemoryStore:
 
     def set(self, key: str, document: Document) -> None:
         charge = _charge(document)
-        if charge > self.max_bytes:
-            return  # larger than the whole cache: serve it, never store it
+        if len(document.body) > self.max_document_bytes or charge > self.max_bytes:
+            return  # served, never stored
         with self._lock:
             self._drop_copy(key)  # it belonged to the document this one replaces
             # Copies only ever use room documents leave spare: they make way first.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import hashlib
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -16,7 +17,7 @@ import pytest
 from werkzeug.test import Client as WerkzeugClient
 
 from sitemap_middleware import ProviderError, Sitemaps
-from sitemap_middleware.caching.stores import MemoryStore
+from sitemap_middleware.caching.stores import Document, MemoryStore
 
 from ..conftest import BASE, NOW, Catalogue, build, counter, plain_asgi_app, plain_wsgi_app, wait_until
 from ..xsd import locs, validate
@@ -241,6 +242,42 @@ def test_cache_is_bounded_by_bytes_not_entries():
         response.get_data()
         response.close()
     assert 0 < store.current_bytes <= 64 * 1024
+
+
+def test_a_document_past_max_document_bytes_is_never_stored_and_evicts_nothing():
+    store = MemoryStore(max_bytes=64 * 1024, max_document_bytes=1000)
+    kept, past = Document(b"k" * 1000, "k", 0, 1000), Document(b"p" * 1001, "p", 0, 1001)
+    store.set("kept", kept)
+    store.set("past", past)
+    assert store.get("kept") is kept
+    assert store.get("past") is None
+
+
+def test_max_document_bytes_is_an_eighth_of_the_store_by_default():
+    store = MemoryStore(max_bytes=8000)
+    store.set("eighth", Document(b"e" * 1000, "e", 0, 1000))
+    store.set("past", Document(b"p" * 1001, "p", 0, 1001))
+    assert store.get("eighth") is not None
+    assert store.get("past") is None
+
+
+def test_a_page_too_large_to_store_leaves_the_section_plans_stored():
+    # The plan of a section of 2,000 URLs costs a pass over it to make again: a page of
+    # ~46 KB of incompressible URLs stored in a 48 KB store would evict it (it did).
+    store = MemoryStore(max_bytes=48 * 1024)
+    sitemaps, catalogue = build(Catalogue(count=2000), cache=store, page_size=200)
+    big = [f"/b/{hashlib.sha256(str(n).encode()).hexdigest()}" for n in range(1260)]
+    sitemaps.add_provider("big", lambda: big, page_size=1260)
+    client = WerkzeugClient(sitemaps.wsgi(plain_wsgi_app))
+    assert client.get("/sitemap-products-2.xml").status_code == 200
+    calls = catalogue.calls  # the plan's pass, and page 2's
+    for _ in range(2):
+        page = client.get("/sitemap-big-1.xml", headers={"Accept-Encoding": "gzip"})
+        assert len(page.get_data()) > 6 * 1024  # past an eighth of the store
+        assert len(locs(validate(gzip.decompress(page.get_data())))) == 1260
+    assert sitemaps.stats.snapshot()["big"]["renders"] == 2  # served, never stored
+    assert client.get("/sitemap-products-3.xml").status_code == 200
+    assert catalogue.calls == calls + 1  # page 3's alone: the plan was still stored
 
 
 def test_cache_none_renders_every_request_and_sends_no_validators(make_client):

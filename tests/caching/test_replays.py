@@ -153,7 +153,7 @@ def test_ttl_expiry_ends_replays(make_client, kind):
 @pytest.mark.parametrize("kind", ANSWERS)
 def test_eviction_then_a_new_render_under_the_same_key_ends_replays(make_client, kind):
     # Room for one small document: caching another page evicts page 1.
-    store = MemoryStore(max_bytes=1200)
+    store = MemoryStore(max_bytes=1200, max_document_bytes=1200)
     sitemaps, catalogue = build(cache=store, page_size=2)
     client = make_client(sitemaps)
     asking = Asking(client, kind)
@@ -200,7 +200,7 @@ class Recording(MemoryStore):
 
 
 def test_a_remembered_answer_never_keeps_an_evicted_document_alive():
-    store = Recording(max_bytes=1200)  # room for one small page
+    store = Recording(max_bytes=1200, max_document_bytes=1200)  # room for one small page
     sitemaps, _ = build(cache=store, page_size=2)
     client = Client(sitemaps.wsgi(plain_wsgi_app))
     client.get(PAGE).get_data()
