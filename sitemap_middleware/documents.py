@@ -27,7 +27,7 @@ from cachetools import LRUCache
 from .caching.growing import Growing, Reader
 from .caching.recording import Recording
 from .caching.resources import Resource, version_etag
-from .caching.stores import CacheStore, Document, IdentityCopies, identity_copies
+from .caching.stores import CacheStore, Document, IdentityCopies, identity_copies, max_document_bytes
 from .concurrency.flights import Flight
 from .stats import Stats
 from .web import rules
@@ -193,7 +193,8 @@ class Documents:
                     del self._growing[resource.key]
 
         recording = Recording(chunks, self.compression.writer(), store=store, flight=flight)
-        growing = Growing(resource.key, recording, ended, self.compression.inflater)
+        keeps = max_document_bytes(self.store)
+        growing = Growing(resource.key, recording, ended, self.compression.inflater, keeps=keeps)
         with self._lock:
             self._growing[resource.key] = growing
         return growing

@@ -27,6 +27,10 @@ a reader is handed at most `MOST` bytes a take, so a slow client costs no more t
 in the server's buffers, and a reader waiting on an event loop is woken by a take's worth
 of growth (or after `WAKE_AFTER`), not by every chunk. Memory is bounded by the renders in
 flight times one (gzip) document and one window, whatever the number of readers.
+
+A document past what its store keeps (`stores.max_document_bytes`) is made for its readers
+alone, so no faster than the fastest reads (`waits_for_readers`), as an unstored page streams:
+a client that stops reading costs `AHEAD` bytes of render past what it took, no slot.
 """
 
 from __future__ import annotations
@@ -49,6 +53,9 @@ __all__ = ["MOST", "Growing", "Production", "Reader", "SyncReader"]
 # A waiting task is woken by a take's worth of growth, or this long after it began to wait.
 WAKE_BYTES = MOST
 WAKE_AFTER = 0.02
+# A render its store will not keep waits while every reader is this far behind (gzip bytes,
+# about a megabyte of XML): enough for a reader that keeps up never to wait for a hop.
+AHEAD = 256 * 1024
 
 
 class Production(Protocol):
@@ -86,6 +93,7 @@ class Growing:
         *,
         window: int = WINDOW,
         clock: Callable[[], float] = time.monotonic,
+        keeps: int | None = None,
     ) -> None:
         self.key = key
         self._production = production
@@ -105,6 +113,9 @@ class Growing:
         self._ended = False
         self._error: BaseException | None = None
         self._readers = 0
+        self._positions: set[Reader] = set()  # every reader: how far behind the render they are
+        self._keeps = keeps  # the largest body the store keeps (None: any)
+        self._gzip_made = 0
         self._at_end: list[Callable[[], None]] = []
         self.made = 0  # identity bytes made so far
         self.last_growth = time.monotonic()
@@ -154,6 +165,7 @@ class Growing:
                         self._hold(parts[0])
                     self._chunks += 1
                     self.made += len(parts[0])
+                    self._gzip_made += len(parts[1])
                     self.last_growth = time.monotonic()
                     woken = self._notify()
             wake(woken)
@@ -162,6 +174,18 @@ class Growing:
             return not cut
         finally:
             self._stepping.release()
+
+    def waits_for_readers(self) -> bool:
+        """Past what its store keeps, and every reader `AHEAD` gzip bytes behind (none: the
+        next step ends the render)."""
+        keeps = self._keeps
+        if keeps is None or self._gzip_made <= keeps:
+            return False
+        with self._changed:
+            if self._ended or not self._positions:
+                return False
+            front = max(reader.offset for reader in self._positions)
+            return self._gzip_made - front > AHEAD
 
     def stop_if_unread(self) -> None:
         """End the render now if nobody reads it and no step is running (else the next step
@@ -261,6 +285,7 @@ class Growing:
                 return None
             self._readers += 1
             reader = Reader(self, gzip)
+            self._positions.add(reader)
             if not gzip and (self._chunks == 0 or self._window.get(0) is not None):
                 self._fronts.add(reader)  # nothing made that it has not, held
                 return reader
@@ -387,6 +412,7 @@ class Growing:
     def left(self, reader: Reader) -> None:
         with self._changed:
             self._readers -= 1
+            self._positions.discard(reader)
             self._fronts.discard(reader)
             if self._fronts:
                 self._window.trim(min(other.index for other in self._fronts))

@@ -58,7 +58,7 @@ async def send_body(
     """A reply's body that is not bytes: a growing document, led or joined, or a stream.
 
     ``slot``: the render slot of the request's flow, if it rendered: a stream holds it
-    while it renders, a led render until it is over.
+    while it renders, a led render until it is over (or waits for its readers).
     """
     body = reply.body
     assert not isinstance(body, bytes)
@@ -68,7 +68,7 @@ async def send_body(
         await send_growing(body, send, receive, send_timeout)
     else:
         assert slot is not None  # a render is led from a request's flow, which holds its slot
-        await lead_growing(reply.growing, body, send, receive, threads, timeout, send_timeout, slot.release)
+        await lead_growing(reply.growing, body, send, receive, threads, timeout, send_timeout, slot)
 
 
 async def stream_body(
@@ -259,18 +259,18 @@ async def lead_growing(
     threads: anyio.CapacityLimiter,
     timeout: float | None,
     send_timeout: float,
-    rendered: Callable[[], None],
+    slot: Slot,
 ) -> None:
     """Render ``growing`` at its provider's pace while sending it to the client that asked
     first, as one more reader (``reader``): that client's pace concerns nobody else.
 
-    ``rendered`` is called once the render is over (the render slot goes back then, not
-    once this client has read it all). What ended this client's response is raised once
-    the render is over too: the others may still be reading it.
+    ``slot`` goes back once the render is over, not once this client has read it all, and
+    while a render its store will not keep waits for its readers. What ended this client's
+    response is raised once the render is over too: the others may still be reading it.
     """
     failure: BaseException | None = None
     async with anyio.create_task_group() as group:
-        group.start_soon(_produce, growing, threads, timeout, rendered)
+        group.start_soon(_produce, growing, threads, timeout, slot)
         try:
             await send_growing(reader, send, receive, send_timeout)
         except Exception as error:  # this client's response only
@@ -280,7 +280,7 @@ async def lead_growing(
 
 
 async def _produce(
-    growing: Growing, threads: anyio.CapacityLimiter, timeout: float | None, rendered: Callable[[], None]
+    growing: Growing, threads: anyio.CapacityLimiter, timeout: float | None, slot: Slot
 ) -> None:
     """Step ``growing`` to its end in worker threads, each hop under the provider deadline."""
     calls = ThreadCalls(threads, timeout)
@@ -290,23 +290,35 @@ async def _produce(
             group.start_soon(calls.keep)
             try:
                 while not growing.ended:
+                    if growing.waits_for_readers():
+                        await _wait_for_readers(growing, slot, timeout)
                     await calls.run(step)
                     step = partial(_steps, growing, RENDER_HOP_SECONDS)
             except TimeoutError:
                 await _fail(growing, ProviderError.stalled(timeout))
-            except Busy:
-                await _fail(
-                    growing, ProviderError(f"no render thread came free in {timeout} s: page aborted")
-                )
+            except Busy as busy:
+                await _fail(growing, ProviderError(f"{busy} in {timeout} s: page aborted"))
             except Exception:
                 pass
             group.cancel_scope.cancel()
     except BaseExceptionGroup as errors:
         raise_unwrapped(errors)
     finally:
-        rendered()
+        slot.release()
         if not growing.ended:  # this task was cancelled
             await _fail(growing, ProviderError("the render was cancelled"))
+
+
+async def _wait_for_readers(growing: Growing, slot: Slot, timeout: float | None) -> None:
+    """Hold no render slot while every reader of a render made for them alone is behind it;
+    then queue for one again (`steps.Busy` if none came free within ``timeout``)."""
+    slot.release()
+    delay = 0.005
+    while growing.waits_for_readers():
+        await anyio.sleep(delay)  # readers take on the loop, a thread or another loop: polled
+        delay = min(delay * 2, 0.05)
+    if not await slot.acquire(timeout):
+        raise Busy("no render slot came free")
 
 
 async def _fail(growing: Growing, error: ProviderError) -> None:

@@ -11,6 +11,7 @@ inflates from where it is, whatever the interleaving, and holds no chunk made af
 from __future__ import annotations
 
 import asyncio
+import random
 import threading
 import time
 import tracemalloc
@@ -22,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sitemap_middleware.caching import growing as growing_module
-from sitemap_middleware.caching.growing import MOST, Growing, Reader, SyncReader
+from sitemap_middleware.caching.growing import AHEAD, MOST, Growing, Reader, SyncReader
 from sitemap_middleware.concurrency.deadlines import drop_unclaimed
 from sitemap_middleware.errors import ProviderError
 from sitemap_middleware.web.compress import Gzip
@@ -558,3 +559,40 @@ def test_a_waiting_task_is_woken_with_the_documents_lock_released() -> None:
     asyncio.run(run())
     assert held_at_wake, "the reader was woken through its loop"
     assert not any(held_at_wake), f"woken under the lock: {held_at_wake}"
+
+
+# -- a document its store will not keep --------------------------------------------------------
+
+
+def incompressible(count: int) -> list[bytes]:
+    return [random.Random(n).randbytes(100_000) for n in range(count)]
+
+
+def test_a_render_its_store_will_not_keep_goes_no_faster_than_its_fastest_reader() -> None:
+    growing = Growing("page|p|1", Pieces(incompressible(12)), lambda _: None, GZIP.inflater, keeps=150_000)
+    stopped, fast = growing.reader(gzip=True), growing.reader(gzip=False)
+    made = 0
+    while not growing.waits_for_readers():
+        assert growing.step()
+        made += 1
+    # Past what the store keeps, and AHEAD past both readers: it waits.
+    assert made * 100_000 > max(150_000, AHEAD) and made < 12
+    while fast.take():  # the fast reader catches up: the render goes on
+        pass
+    assert not growing.waits_for_readers()
+    assert growing.step()
+    fast.close()  # only the reader that stopped is left, AHEAD behind
+    assert growing.waits_for_readers()
+    stopped.close()  # nobody reads: the next step ends the render
+    assert not growing.waits_for_readers()
+    assert not growing.step() and growing.ended
+
+
+@pytest.mark.parametrize("keeps", [None, 12 * 100_100], ids=["any-size", "the-whole-document"])
+def test_a_render_its_store_keeps_never_waits_for_readers(keeps: int | None) -> None:
+    growing = Growing("page|p|1", Pieces(incompressible(12)), lambda _: None, GZIP.inflater, keeps=keeps)
+    stopped = growing.reader(gzip=True)
+    while growing.step():
+        assert not growing.waits_for_readers()
+    assert growing.ended
+    assert len(read_all(stopped)) > 12 * 100_000  # complete, stored, read by the one that stopped

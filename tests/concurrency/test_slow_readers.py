@@ -14,8 +14,10 @@ not read: slow readers of as many unstored pages as there are slots keep no othe
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -23,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from sitemap_middleware import Sitemaps
+from sitemap_middleware.caching.stores import MemoryStore
 from sitemap_middleware.providers import MAX_BATCH
 
 from .. import apps
@@ -160,17 +163,39 @@ def test_slow_reader_that_hangs_up_closes_the_provider(huge: Huge) -> None:
 
 
 SLOTS = 2  # max_renders: as many slow readers as there are render slots
-PAGE_ROWS = 10_000  # ~9.4 MB a page: far more than the socket buffers hold
+PAGES = 8
+PAGE_ROWS = 30_000  # ~9 MB a page: far more than the socket buffers hold
+UNSTORED = {
+    "cache=None": lambda: None,
+    # Pages of ~4 MB gzip (hex compresses only to half) against the 128 KiB it stores at most.
+    "past-what-the-store-keeps": lambda: MemoryStore(max_bytes=1024 * 1024),
+}
 
 
-def _paged(offset: int, limit: int | None) -> Iterator[str]:
-    end = 8 * PAGE_ROWS if limit is None else min(offset + limit, 8 * PAGE_ROWS)
-    return (f"/p/{n}/{FILLER}" for n in range(offset, end))
+def _unique(n: int) -> str:
+    return f"/p/{n}/{hashlib.sha256(str(n).encode()).hexdigest() * 4}"
 
 
-def test_slow_readers_of_unstored_pages_hold_no_render_slot() -> None:
-    sitemaps = Sitemaps(base_url=BASE, cache=None, provider_timeout=5)
-    sitemaps.add_provider("big", _paged, page_size=PAGE_ROWS, count=lambda: 8 * PAGE_ROWS)
+class Paged:
+    """A paged provider of `_unique` paths that counts the rows it yielded for each page."""
+
+    def __init__(self) -> None:
+        self.pulled: Counter[int] = Counter()
+
+    def __call__(self, offset: int, limit: int | None) -> Iterator[str]:
+        end = PAGES * PAGE_ROWS if limit is None else min(offset + limit, PAGES * PAGE_ROWS)
+        for n in range(offset, end):
+            self.pulled[offset // PAGE_ROWS + 1] += 1
+            yield _unique(n)
+
+
+@pytest.mark.parametrize("cache", UNSTORED.values(), ids=UNSTORED.keys())
+def test_slow_readers_of_pages_nothing_stores_hold_no_render_slot(
+    cache: Callable[[], MemoryStore | None],
+) -> None:
+    sitemaps = Sitemaps(base_url=BASE, cache=cache(), provider_timeout=5)
+    provider = Paged()
+    sitemaps.add_provider("big", provider, page_size=PAGE_ROWS, count=lambda: PAGES * PAGE_ROWS)
     app = sitemaps.asgi(apps.starlette_app(), max_renders=SLOTS)
     with uvicorn_serving(app) as port:
         readers = [SlowReader(port, f"/sitemap-big-{n}.xml", CLIENT_RCVBUF) for n in range(1, SLOTS + 1)]
@@ -184,9 +209,11 @@ def test_slow_readers_of_unstored_pages_hold_no_render_slot() -> None:
                 asked = time.monotonic()
                 assert server.fetch(f"/sitemap-big-{n}.xml").startswith(b"<?xml")
                 assert time.monotonic() - asked < 3.0
-            # A paused stream takes a slot back to go on, and its client gets the whole page.
+            # Made no faster than their clients read: never whole for clients that stopped.
+            assert all(provider.pulled[n] < PAGE_ROWS for n in range(1, SLOTS + 1)), provider.pulled
+            # A paused page takes a slot back to go on, and its client gets the whole of it.
             body = head[0] + readers[0].read()
-            assert locs(validate(body)) == [_loc(n) for n in range(PAGE_ROWS)]
+            assert locs(validate(body)) == [BASE + _unique(n) for n in range(PAGE_ROWS)]
         finally:
             for reader in readers:
                 reader.close()
@@ -194,3 +221,4 @@ def test_slow_readers_of_unstored_pages_hold_no_render_slot() -> None:
         with ThreadPoolExecutor(4) as pool:
             statuses = list(pool.map(lambda n: server.get(f"/sitemap-big-{n}.xml").status, range(5, 9)))
         assert statuses == [200] * 4
+        assert sitemaps.stats.snapshot()["big"].get("cache_hits", 0) == 0  # nothing was stored
