@@ -52,10 +52,10 @@ class SitemapASGIMiddleware:
       per event loop. Rendering holds the GIL, so more only slow the app's own requests;
       raise it for providers that mostly wait on I/O.
     - ``max_renders``: documents in the middle of rendering at once per event loop (a
-      slot is held while a page renders, never while a client reads it, even where a page
-      is not stored and streams to its one client). Each holds one document for all its
-      readers: this bounds memory beyond the cache under any load; a request that finds
-      no slot within the provider deadline gets a 503 with ``Retry-After``.
+      slot is held while a page renders, never while a client reads it). Each holds one
+      document for all its readers: this bounds memory beyond the cache under any load
+      (a page nothing stores renders only as its clients read, holding what it made while
+      they do not); a request finding no slot within the provider deadline gets a 503.
     - ``send_timeout``: seconds a client may take to accept one chunk of a page before
       its response is aborted (it holds nothing else meanwhile).
     """
