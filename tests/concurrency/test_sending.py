@@ -41,18 +41,23 @@ class Client:
             await self.reads.wait()
 
 
-def stream(capacities: LoopCapacities, slot: Slot, client: Client, chunks: Iterator[bytes]) -> Any:
+def stream(slot: Slot, client: Client, chunks: Iterator[bytes]) -> Any:
     threads = anyio.CapacityLimiter(2)
     return stream_body(chunks, client, Receive(), threads, SLOT_TIMEOUT, send_timeout=10, slot=slot)
 
 
+async def the_only_slot(stalls: bool) -> tuple[Slot, Slot, Client]:
+    """A stream's slot, taken (the only one), another request's claim on it, and its client."""
+    capacities = LoopCapacities(threads=2, renders=1)
+    slot, other = Slot(capacities), Slot(capacities)
+    assert await slot.acquire(SLOT_TIMEOUT)
+    return slot, other, Client(slot, stalls=stalls)
+
+
 def test_a_client_that_reads_keeps_the_slot_for_the_whole_page() -> None:
     async def scenario() -> None:
-        capacities = LoopCapacities(threads=2, renders=1)
-        slot = Slot(capacities)
-        assert await slot.acquire(SLOT_TIMEOUT)
-        client = Client(slot, stalls=False)
-        await stream(capacities, slot, client, iter(CHUNKS))
+        slot, _, client = await the_only_slot(stalls=False)
+        await stream(slot, client, iter(CHUNKS))
         assert b"".join(client.bodies) == b"".join(CHUNKS)
         assert client.held == [True] * len(client.bodies)  # never queued again between hops
 
@@ -61,12 +66,9 @@ def test_a_client_that_reads_keeps_the_slot_for_the_whole_page() -> None:
 
 def test_a_client_that_stops_reading_gives_the_slot_back_until_it_reads_again() -> None:
     async def scenario() -> None:
-        capacities = LoopCapacities(threads=2, renders=1)
-        slot, other = Slot(capacities), Slot(capacities)
-        assert await slot.acquire(SLOT_TIMEOUT)
-        client = Client(slot, stalls=True)
+        slot, other, client = await the_only_slot(stalls=True)
         async with anyio.create_task_group() as group:
-            group.start_soon(stream, capacities, slot, client, iter(CHUNKS))
+            group.start_soon(stream, slot, client, iter(CHUNKS))
             await client.stopped.wait()
             # The only slot: another page renders while this client does not read.
             assert await other.acquire(2.0)
@@ -82,10 +84,7 @@ def test_a_client_that_stops_reading_gives_the_slot_back_until_it_reads_again() 
 
 def test_a_stream_that_finds_no_slot_when_its_client_reads_again_is_aborted() -> None:
     async def scenario() -> None:
-        capacities = LoopCapacities(threads=2, renders=1)
-        slot, other = Slot(capacities), Slot(capacities)
-        assert await slot.acquire(SLOT_TIMEOUT)
-        client = Client(slot, stalls=True)
+        slot, other, client = await the_only_slot(stalls=True)
         made: list[bytes] = []
 
         def chunks() -> Iterator[bytes]:
@@ -97,7 +96,7 @@ def test_a_stream_that_finds_no_slot_when_its_client_reads_again_is_aborted() ->
 
         async def reader() -> None:
             try:
-                await stream(capacities, slot, client, chunks())
+                await stream(slot, client, chunks())
             except Busy as error:
                 errors.append(error)
 
