@@ -54,8 +54,8 @@ __all__ = ["MOST", "Growing", "Production", "Reader", "SyncReader"]
 WAKE_BYTES = MOST
 WAKE_AFTER = 0.02
 # A render its store will not keep waits while every reader is this far behind (gzip bytes,
-# about a megabyte of XML): enough for a reader that keeps up never to wait for a hop.
-AHEAD = 256 * 1024
+# ~300 KB of XML): a reader that keeps up finds its next hop made; one that stops, stops it.
+AHEAD = 64 * 1024
 
 
 class Production(Protocol):
