@@ -8,6 +8,6 @@ keeps the records in a transaction of its own.
 from __future__ import annotations
 
 from .log import ChangeLog
-from .model import Change, Kind
+from .model import Change, Kind, Trimmed
 
-__all__ = ["Change", "ChangeLog", "Kind"]
+__all__ = ["Change", "ChangeLog", "Kind", "Trimmed"]

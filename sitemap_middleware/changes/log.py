@@ -8,29 +8,41 @@
 Every page rendered completely (a crawler's request, an export, a refresh) is recorded,
 whichever worker rendered it (`ledger.record` says how a page becomes changes). The log
 lives in a backend: `sqlite` (one file, one machine) or `redis` (a fleet).
+
+It keeps what changed for ``keep`` (90 days by default) and trims the rest as it records
+(`trim`): a log that grew forever would cost every site its disk (or its Redis memory) in
+the end, and nobody asks a sitemap what changed a year ago. It never trims a change a
+consumer has not acknowledged, and a question it can no longer answer whole (`since` a time
+before what it trimmed) is an error, never a shorter answer.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from ..errors import ConfigurationError
+from ..errors import ChangeLogError, ConfigurationError
 from .ledger import Ledger, Recorded, record
-from .model import Change, Delivery, SectionState, Seen
+from .model import Change, Delivery, SectionState, Seen, Trimmed
 
 if TYPE_CHECKING:
     from redis import Redis
 
-__all__ = ["DEFAULT_PATH", "Backend", "ChangeLog", "Windowed"]
+__all__ = ["DEFAULT_KEEP", "DEFAULT_PATH", "Backend", "ChangeLog", "Windowed"]
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_PATH = "sitemap-changes.sqlite3"
+DEFAULT_KEEP = timedelta(days=90)  # a season of changes: far past any crawler's or consumer's need
+_SHORTEST_KEEP = timedelta(days=1)  # the overview counts each section's changes of the last day
+_TRIM_EVERY = 3600.0  # seconds between the trims a process makes as it records
 _PENDING = 4  # pages waiting to be recorded, at most
 _ROOM_WAIT = 2.0  # seconds a render waits for one of them to be recorded, at most
 
@@ -63,6 +75,23 @@ class Backend(Protocol):
 
     def pending(self, consumer: str) -> int: ...
 
+    def unsubscribe(self, consumer: str) -> None:
+        """Drop ``consumer``'s cursor and lease (nothing, if it has none)."""
+        ...
+
+    # Retention (`ChangeLog.trim`).
+
+    def trim(self, before: float) -> Trimmed:
+        """Remove the changes recorded before ``before`` (seconds since the epoch) that every
+        consumer's cursor has passed, in batches that never hold the log long, and remember
+        the newest ``at`` removed (`horizon`)."""
+        ...
+
+    def horizon(self) -> float | None:
+        """The newest ``at`` of any change ever trimmed (seconds since the epoch), persisted;
+        ``None`` when nothing was. Every change recorded after it is still in the log."""
+        ...
+
 
 class ChangeLog:
     """A log of the URLs the sitemaps published, kept in ``backend``.
@@ -72,8 +101,12 @@ class ChangeLog:
     recorded under the site's base URL and mount prefix, so several sites may share it).
     """
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: Backend, *, keep: timedelta | None = DEFAULT_KEEP) -> None:
         self.backend = backend
+        self.keep = _checked_keep(keep)
+        self.trim_every = _TRIM_EVERY
+        self._next_trim = 0.0  # monotonic: the first recording trims, then every `trim_every`
+        self._newest: float | None = None  # the newest time this process recorded a page at
         # Pages rendered, waiting to be recorded off their render (`record_later`).
         self._pending: queue.Queue[Callable[[], None]] = queue.Queue(maxsize=_PENDING)
         self.room_wait = _ROOM_WAIT
@@ -81,13 +114,16 @@ class ChangeLog:
         self._lock = threading.Lock()
 
     @classmethod
-    def sqlite(cls, path: str | os.PathLike[str] = DEFAULT_PATH) -> ChangeLog:
-        """A log in one SQLite file, created on first use: the workers of one machine share it."""
+    def sqlite(
+        cls, path: str | os.PathLike[str] = DEFAULT_PATH, *, keep: timedelta | None = DEFAULT_KEEP
+    ) -> ChangeLog:
+        """A log in one SQLite file, created on first use: the workers of one machine share it.
+        ``keep``: how long a change is kept (at least a day; ``None``: for ever)."""
         from .sqlite import SqliteBackend
 
         if not str(path):
             raise ConfigurationError("ChangeLog.sqlite needs a file path")
-        return cls(SqliteBackend(path))
+        return cls(SqliteBackend(path), keep=keep)
 
     @classmethod
     def redis(
@@ -97,6 +133,7 @@ class ChangeLog:
         prefix: str = "sitemap-changes",
         lock_timeout: float = 10.0,
         wait_timeout: float = 30.0,
+        keep: timedelta | None = DEFAULT_KEEP,
     ) -> ChangeLog:
         """A log in Redis that every worker of a fleet shares, each change recorded once
         (`sitemap_middleware.redis.changes`).
@@ -106,6 +143,7 @@ class ChangeLog:
         - ``prefix``: of every key the log writes; one per log sharing a Redis.
         - ``lock_timeout``: seconds a section stays locked by a worker that died recording it.
         - ``wait_timeout``: seconds a worker waits for another's lock before `ChangeLogError`.
+        - ``keep``: how long a change is kept (at least a day; ``None``: for ever).
         """
         try:
             import redis as redis_client
@@ -134,12 +172,16 @@ class ChangeLog:
             raise ConfigurationError(
                 f"ChangeLog.redis needs a redis:// URL or a redis.Redis client, not {url_or_client!r}"
             )
-        return cls(RedisChanges(client, prefix=prefix, lock_timeout=lock_timeout, wait_timeout=wait_timeout))
+        backend = RedisChanges(client, prefix=prefix, lock_timeout=lock_timeout, wait_timeout=wait_timeout)
+        return cls(backend, keep=keep)
 
     def record(self, seen: Seen, *, pages: int | None, at: float) -> Recorded:
         """Record one page rendered completely (`ledger.record`): its changes, reported once."""
         with self.backend.ledger(seen.scope, seen.section) as ledger:
-            return record(ledger, seen, pages=pages, at=at)
+            recorded = record(ledger, seen, pages=pages, at=at)
+        if self._newest is None or at > self._newest:
+            self._newest = at
+        return recorded
 
     def record_later(self, job: Callable[[], None]) -> bool:
         """Run ``job`` (a `record` and what follows it) on the log's own thread, in order;
@@ -171,8 +213,23 @@ class ChangeLog:
             job = self._pending.get()
             try:
                 job()  # it handles its own failures (`watch.Recorder`)
+                self._trim_when_due()
             finally:
                 self._pending.task_done()
+
+    def _trim_when_due(self) -> None:
+        """On the log's thread, after a recording, once every `trim_every` seconds: what was
+        recorded `keep` before the newest page this process recorded goes. The recordings'
+        own time, not this machine's: the log's times are the renders' (`Sitemaps` clock)."""
+        newest = self._newest
+        if self.keep is None or newest is None or time.monotonic() < self._next_trim:
+            return
+        self._next_trim = time.monotonic() + self.trim_every
+        try:
+            self._trim(newest - self.keep.total_seconds())
+        except Exception:
+            # Nothing is lost: what stays is trimmed by the next trim.
+            logger.exception("sitemap change log: trimming failed (tried again in %.0f s)", self.trim_every)
 
     def since(self, when: datetime | None = None, section: str | None = None) -> list[Change]:
         """The changes recorded after ``when`` (an aware datetime; ``None``: all), oldest first,
@@ -180,7 +237,45 @@ class ChangeLog:
         if when is not None and when.tzinfo is None:
             raise ConfigurationError("changes.since needs an aware datetime (one with a tzinfo)")
         self.flush()
+        horizon = self.horizon()
+        if when is not None and horizon is not None and when < horizon:
+            raise ChangeLogError(
+                f"the changes recorded up to {horizon.isoformat()} were trimmed (the log keeps"
+                f" {self.keep}): ask for the changes since then, or later"
+            )
         return self.backend.since(None if when is None else when.timestamp(), section)
+
+    # -- retention -----------------------------------------------------------------------------
+
+    def trim(self, before: datetime | None = None) -> Trimmed:
+        """Remove the changes recorded before ``before`` (an aware datetime; ``None``: `keep`
+        before now, nothing when the log keeps everything) that every consumer has
+        acknowledged. The log trims itself as it records; call this from a job of your own to
+        choose the moment. A consumer that holds old changes is named in a warning."""
+        if before is None:
+            if self.keep is None:
+                return Trimmed(0)
+            return self._trim(time.time() - self.keep.total_seconds())
+        if before.tzinfo is None:
+            raise ConfigurationError("changes.trim needs an aware datetime (one with a tzinfo)")
+        return self._trim(before.timestamp())
+
+    def _trim(self, before: float) -> Trimmed:
+        trimmed = self.backend.trim(before)
+        if trimmed.held:
+            logger.warning(
+                "sitemap change log: %s hold old changes the trim would have removed, not yet"
+                " acknowledged; they stay until acknowledged (ChangeLog.unsubscribe a consumer"
+                " nobody delivers any more)",
+                ", ".join(repr(consumer) for consumer in trimmed.held),
+            )
+        return trimmed
+
+    def horizon(self) -> datetime | None:
+        """The newest time a trimmed change was recorded at (``None``: none ever was): `since`
+        any time from then on is whole."""
+        horizon = self.backend.horizon()
+        return None if horizon is None else datetime.fromtimestamp(horizon, UTC)
 
     def state(self, scope: str, section: str) -> SectionState | None:
         """What the log keeps of a section under ``scope`` (site root and mount prefix)."""
@@ -227,6 +322,12 @@ class ChangeLog:
         """How many changes wait for ``consumer``."""
         return self.backend.pending(consumer)
 
+    def unsubscribe(self, consumer: str) -> None:
+        """Forget ``consumer``'s cursor: nothing more is delivered to it, and what it had not
+        acknowledged may be trimmed. One you no longer deliver (an IndexNow key or a hook
+        removed from the configuration) would otherwise hold the log for ever."""
+        self.backend.unsubscribe(consumer)
+
     def recent(self, when: float, root: str) -> list[Change]:
         """The changes recorded after ``when`` in the site at ``root``, oldest first.
 
@@ -256,3 +357,15 @@ class Windowed(Protocol):
     def recent(self, when: float, root: str) -> list[Change]: ...
 
     def mark(self, when: float) -> str: ...
+
+
+def _checked_keep(keep: object) -> timedelta | None:
+    if keep is None:
+        return None
+    if not isinstance(keep, timedelta):
+        raise ConfigurationError(f"ChangeLog keep must be a timedelta (or None: for ever), not {keep!r}")
+    if keep < _SHORTEST_KEEP:
+        raise ConfigurationError(
+            f"ChangeLog keep must be at least a day (the overview counts one), not {keep}"
+        )
+    return keep

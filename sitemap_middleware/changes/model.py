@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-__all__ = ["KINDS", "Change", "Delivery", "Kind", "PageChange", "SectionState", "Seen"]
+__all__ = ["KINDS", "Change", "Delivery", "Kind", "PageChange", "SectionState", "Seen", "Trimmed"]
 
 Kind = Literal["added", "changed", "removed"]
 KINDS: tuple[Kind, ...] = ("added", "changed", "removed")
@@ -100,3 +100,19 @@ class Delivery:
     changes: tuple[Change, ...]
     last: int
     pages: tuple[PageChange, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Trimmed:
+    """What one trim of the log did (`ChangeLog.trim`).
+
+    ``removed``: the changes (of URLs and of pages) it removed, each recorded before its
+    bound and already acknowledged by every consumer. ``held``: the consumers that stopped
+    it, behind the oldest change recorded before the bound that stays: the log keeps what
+    they have not acknowledged, however old, until they do or are unsubscribed (a consumer
+    nobody delivers any more would otherwise keep the log growing unseen). Once they move
+    on, the next trim names whoever is behind next.
+    """
+
+    removed: int
+    held: tuple[str, ...] = ()

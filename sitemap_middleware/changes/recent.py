@@ -46,6 +46,11 @@ class RecentChanges:
             raise ConfigurationError(
                 f"window of recent section {name!r} must be a positive timedelta, not {window!r}"
             )
+        if log.keep is not None and window > log.keep:
+            raise ConfigurationError(
+                f"window of recent section {name!r} ({window}) is longer than the change log's"
+                f" keep ({log.keep}): it would list changes the log has trimmed"
+            )
         return cls(log, window, clock)
 
     def entries(self, base_url: str) -> list[Url]:

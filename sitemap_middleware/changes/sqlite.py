@@ -8,7 +8,8 @@ sqlite3 module's own rule.
 Tables: ``sections`` (one row per scope and section: `model.SectionState`), ``pages``
 (each page's digest and packed entries), ``urls`` (loc -> page, fingerprint; no rowid,
 the loc is the key), ``passes`` (pages recorded in the current pass) and ``changes``
-(the log itself, in order of recording).
+(the log itself, in order of recording); ``trimmed`` (the newest time retention removed:
+`sqlite_trim`).
 """
 
 from __future__ import annotations
@@ -21,13 +22,15 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
+from . import sqlite_trim
 from .fingerprints import Entries, pack, unpack
 from .ledger import BEHIND, MISSING
-from .model import KINDS, Change, Delivery, PageChange, SectionState
+from .model import KINDS, Change, Delivery, PageChange, SectionState, Trimmed
 
 __all__ = ["SqliteBackend"]
 
-_SCHEMA = """
+_SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS sections (
     id INTEGER PRIMARY KEY, scope TEXT NOT NULL, name TEXT NOT NULL,
     baselined INTEGER NOT NULL DEFAULT 0, passes INTEGER NOT NULL DEFAULT 0,
@@ -50,6 +53,8 @@ CREATE INDEX IF NOT EXISTS changes_at ON changes (at);
 CREATE TABLE IF NOT EXISTS outbox (
     consumer TEXT PRIMARY KEY, position INTEGER NOT NULL, holder TEXT, lease_until REAL);
 """
+    + sqlite_trim.SCHEMA
+)
 assert MISSING == 0 and BEHIND == 4294967295  # the partial indexes above name them
 _PAGE = len(KINDS)  # the kind of a row that says a page's bytes changed (its loc empty)
 _LOOKUP = 500  # locs per IN (...) query: under SQLite's 999 bound parameters of old builds
@@ -246,6 +251,20 @@ class SqliteBackend:
             .fetchone()
         )
         return int(row[0])
+
+    def unsubscribe(self, consumer: str) -> None:
+        """Drop ``consumer``'s cursor and lease (nothing, if it has none)."""
+        self._connection().execute("DELETE FROM outbox WHERE consumer = ?", (consumer,))
+
+    # -- retention (`log.ChangeLog.trim`) ---------------------------------------------------------
+
+    def trim(self, before: float) -> Trimmed:
+        """Remove the changes recorded before ``before`` that every consumer has acknowledged."""
+        return sqlite_trim.trim(self._connection(), before)
+
+    def horizon(self) -> float | None:
+        """The newest ``at`` ever trimmed, or ``None``."""
+        return sqlite_trim.horizon(self._connection())
 
     def close(self) -> None:
         """Close this thread's connection (others close with their threads)."""

@@ -11,11 +11,13 @@ ID of the last change delivered and answered) and its lease (``holder``, ``until
 Every change has an ID from the log's one clock, so the IDs of all sections' streams are
 totally ordered: a claim merges the sections' streams past the cursor, in one script, so
 two workers claiming at once never both get a lease. A `Delivery` names its last change
-by `position`, the stream ID as one int.
+by `position`, the stream ID as one int. `Outbox.cursors` finds every consumer for the
+log's trim, which removes nothing a cursor has not passed; `Outbox.unsubscribe` drops one.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -25,6 +27,7 @@ from .change_scripts import ACKNOWLEDGE, DELIVER, GIVE_BACK, PENDING, SUBSCRIBE
 
 __all__ = ["Outbox", "position", "stream_id"]
 
+_GLOB = re.compile(rb"[\\*?\[\]]")  # what a SCAN pattern reads as a wildcard, unless escaped
 _SEQUENCE = 32  # bits of an ID's sequence in its position (the commit keeps it below 2^32)
 
 
@@ -82,6 +85,29 @@ class Outbox:
 
     def pending(self, consumer: str) -> int:
         return int(self._pending(keys=[self._key(consumer), self._sections], args=[self._prefix]))
+
+    def unsubscribe(self, consumer: str) -> None:
+        self._client.delete(self._key(consumer))
+
+    def cursors(self) -> dict[str, int]:
+        """Every subscribed consumer's cursor, as a `position`.
+
+        Found by ``SCAN``, not from a set kept beside the hashes: the hashes stay the one
+        record of who is subscribed (a set could drift from them, and would miss consumers
+        subscribed before it existed, whose changes a trim would then remove unseen). A trim
+        runs about hourly, and ``SCAN`` walks the keyspace in steps that never block Redis.
+        """
+        head = self._key("").encode()
+        keys = list(self._client.scan_iter(match=_GLOB.sub(rb"\\\g<0>", head) + b"*", count=1000))
+        pipe = self._client.pipeline(transaction=False)
+        for key in keys:
+            pipe.hget(key, "pos")
+        found: dict[str, int] = {}
+        for key, pos in zip(keys, pipe.execute(raise_on_error=False), strict=True):
+            # Else not a cursor (an error, or None): a key of another log whose prefix starts like ours.
+            if isinstance(pos, bytes):
+                found[key[len(head) :].decode()] = position(pos)
+        return found
 
 
 def position(raw: bytes) -> int:

@@ -29,9 +29,15 @@ changes once. How:
   that arrived or left (pipelined in chunks), never one call per URL.
 - Redis unreachable or failing: `ChangeLogError` (from the ``redis`` error), after the
   client's ``socket_timeout`` at most; the caller counts it. Nothing is retried later.
+- **Retention**: `RedisChanges.trim` removes the head of each section's stream, 1,000
+  entries a step (an ``XRANGE`` and one script: ``XTRIM MINID``, Redis 6.2 or later),
+  never past what every consumer's cursor has passed nor what was appended since it began;
+  it raises ``:horizon`` before each step.
 
 Redis holds, under ``prefix`` (per section ``<id>``, a hash of its scope and name):
-``:sections`` (hash: id -> scope and name), ``:clock`` (the last change's stream ID), and
+``:sections`` (hash: id -> scope and name), ``:clock`` (the last change's stream ID),
+``:horizon`` (the newest ``a`` trimmed, µs since the epoch), ``:outbox:<consumer>`` (hash:
+a consumer's cursor and lease, `change_outbox`), and
 ``:<id>:`` ``state`` (hash), ``digests`` and ``entries`` (hashes: page -> digest, packed
 entries), ``urls`` (hash: loc -> page and fingerprint, 8 bytes), ``missing`` and ``behind`` (sets),
 ``pass`` (sorted set of the pages of the current pass), ``log`` (a stream: the changes,
@@ -49,17 +55,17 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import redis
 
-from ..changes.model import KINDS, Change, Delivery, SectionState
+from ..changes.model import KINDS, Change, Delivery, SectionState, Trimmed
 from ..config import check_timeout
 from ..errors import ChangeLogError, ConfigurationError
 from .change_ledger import EPOCH, FETCH, PAGE, RedisLedger, Session, read_state
-from .change_outbox import Outbox
-from .change_scripts import CLAIM, COMMIT, MARK, RELEASE, RENEW
+from .change_outbox import Outbox, position, stream_id
+from .change_scripts import CLAIM, COMMIT, MARK, RELEASE, RENEW, TRIM
 
 __all__ = ["RedisChanges", "section_id"]
 
@@ -114,6 +120,7 @@ class RedisChanges:
         )
         self._outbox = Outbox(self.raw, prefix)
         self._mark = client.register_script(MARK)
+        self._trim = client.register_script(TRIM)
 
     def key(self, *parts: str) -> str:
         return ":".join((self.prefix, *parts))
@@ -214,7 +221,7 @@ class RedisChanges:
             for raw, fields in batch:
                 ms, seq = map(int, raw.split(b"-"))
                 kind = int(fields[b"k"])
-                at = EPOCH + timedelta(microseconds=int(fields[b"a"]))
+                at = _moment(int(fields[b"a"]))
                 if kind != PAGE and (when is None or at.timestamp() > when):
                     lastmod = fields.get(b"x")
                     yield (
@@ -257,6 +264,64 @@ class RedisChanges:
         with self._speaking():
             return self._outbox.pending(consumer)
 
+    def unsubscribe(self, consumer: str) -> None:
+        """Drop ``consumer``'s cursor and lease (nothing, if it has none)."""
+        with self._speaking():
+            self._outbox.unsubscribe(consumer)
+
+    # -- retention ---------------------------------------------------------------------------------
+
+    def trim(self, before: float) -> Trimmed:
+        """Remove the changes (of URLs and of pages) recorded before ``before`` (seconds since
+        the epoch) that every consumer's cursor has passed, the head of each section's stream
+        in steps of `_TRIM` entries; an older change recorded after a newer one waits for a
+        later trim (the shared clock makes IDs follow recording order, not ``at``)."""
+        with self._speaking():
+            # The clock first: a consumer the scan misses subscribed after it was read, at a
+            # cursor at least this far; an entry appended since is never removed either.
+            clock = self.raw.get(self.key("clock"))
+            cursors = self._outbox.cursors()
+            # Cursors only move forward: an acknowledgement during the trim loses nothing.
+            bound = min([position(clock) if clock else 0, *cursors.values()])
+            removed, oldest = 0, None
+            for ident in self.raw.hkeys(self.key("sections")):
+                count, held = self._trim_section(self.key(ident.decode(), "log"), before, bound)
+                removed += count
+                if held is not None and (oldest is None or held < oldest):
+                    oldest = held
+        behind = () if oldest is None else tuple(sorted(name for name, at in cursors.items() if at < oldest))
+        return Trimmed(removed, behind)
+
+    def _trim_section(self, stream: str, before: float, bound: int) -> tuple[int, int | None]:
+        """How many entries of ``stream`` went, and the `position` of the first one kept
+        that was recorded before ``before`` (``None`` if the first kept is not that old)."""
+        removed = 0
+        while True:
+            batch = self.raw.xrange(stream, "-", "+", count=_TRIM)
+            last, newest, held, done = None, 0, None, len(batch) < _TRIM
+            for raw, fields in batch:
+                micros = int(fields[b"a"])
+                if _moment(micros).timestamp() >= before:  # as SQLite compares `at.timestamp()`
+                    done = True
+                    break
+                if position(raw) > bound:
+                    held, done = position(raw), True
+                    break
+                last, newest = position(raw), max(newest, micros)
+            if last is not None:
+                # Everything before the next ID: IDs grow, so an entry appended since is after it.
+                past = stream_id(last + 1)
+                removed += int(self._trim(keys=[self.key("horizon"), stream], args=[newest, past]))
+            if done:
+                return removed, held
+
+    def horizon(self) -> float | None:
+        """The newest ``at`` of any change ever trimmed (seconds since the epoch); ``None``
+        when nothing was."""
+        with self._speaking():
+            raw = self.raw.get(self.key("horizon"))
+        return None if raw is None else _moment(int(raw)).timestamp()
+
     @contextmanager
     def _speaking(self) -> Iterator[None]:
         try:
@@ -281,6 +346,14 @@ _SECTION_KEYS = (
     "pass",
     "log",
 )
+
+
+_TRIM = 1000  # entries a trim reads and removes in one step: under 1 ms of Redis each (measured)
+
+
+def _moment(micros: int) -> datetime:
+    # A log entry's `a`: microseconds since EPOCH (the Unix epoch, so `.timestamp()` is exact).
+    return EPOCH + timedelta(microseconds=micros)
 
 
 def _start(when: float) -> str:
