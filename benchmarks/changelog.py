@@ -13,6 +13,10 @@
 - **bytes per URL**: ``--urls`` URLs (default 10M; ``--quick`` 1M) recorded in pages of
   50,000 into a fresh SQLite log (the baseline pass), straight through `ChangeLog.record`
   from rendered pages; the file's size over the URLs, and the pass's time.
+- **trim**: ``--trim-urls`` URLs (default 1M) recorded in a fresh SQLite log, then every
+  lastmod moved twice, a day apart (two changes a URL), then the first day's trimmed
+  (`ChangeLog.trim`) while another thread records an unchanged page every 10 ms, as a busy
+  worker serving crawlers would: the trim's time, and that record's time alone and during it.
 - **refresh**: ``sitemaps.refresh()`` of a keyset section over ``--rows`` rows of SQLite
   (`keyset.catalogue`, built once: 10M rows, ~700 MB; ``--quick`` 1M) with a fresh log: the
   baseline, again unchanged, and after 1% of the rows were updated.
@@ -28,6 +32,7 @@ import sqlite3
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -183,6 +188,96 @@ def bytes_per_url(urls: int, folder: Path) -> None:
     )
 
 
+def _rendered(number: int, urls: int, lastmod: str) -> Seen:
+    """Page ``number`` of `memory.products` cut into pages of `PAGE`, every lastmod ``lastmod``."""
+    from msgspec.structs import replace
+
+    from sitemap_middleware.protocol.entries import Normaliser
+    from sitemap_middleware.protocol.render import Limits, PageWriter
+    from sitemap_middleware.protocol.uris import Site
+
+    writer = PageWriter(Normaliser(Site.parse(BASE_URL)), limits=Limits(), on_skip=lambda error, raw: None)
+    batch = [
+        replace(url, lastmod=lastmod) for url in products(min(urls, number * PAGE), start=(number - 1) * PAGE)
+    ]
+    body = writer.head() + writer.feed(batch) + writer.tail()
+    return Seen(BASE_URL, "products", number, hashlib.sha256(body).digest(), lambda: body)
+
+
+def trim(urls: int, folder: Path) -> None:
+    print(
+        f"\n### trim: {urls:,} URLs, each changed on day 2 and day 3; day 2 trimmed while a worker records\n"
+    )
+    from fleet import redis_server
+
+    rows = [["SQLite", *measure_trim(ChangeLog.sqlite(folder / "trim.sqlite3", keep=None), urls)]]
+    with redis_server() as url:
+        rows.append(["Redis", *measure_trim(ChangeLog.redis(url, keep=None), urls)])
+    print(
+        table(
+            [
+                "log",
+                "changes",
+                "removed",
+                "trim, s",
+                "removed a second",
+                "record alone, ms (median / max)",
+                "record during the trim",
+                "records during it",
+            ],
+            rows,
+        )
+    )
+
+
+def measure_trim(log: ChangeLog, urls: int) -> list[str]:
+    """Trim day 2 of ``log`` (three passes over ``urls`` URLs, a day apart) while another
+    thread records an unchanged page: the table's cells."""
+    day = 86_400.0
+    pages = -(-urls // PAGE)
+    for at, lastmod in ((day, "2026-11-01"), (2 * day, "2026-11-02"), (3 * day, "2026-11-03")):
+        for number in range(1, pages + 1):
+            log.record(_rendered(number, urls, lastmod), pages=pages, at=at)
+    unchanged = _rendered(1, urls, "2026-11-03")
+    kept = len(log.since())
+
+    def record_once() -> float:
+        started = time.perf_counter()
+        log.record(unchanged, pages=pages, at=3 * day)
+        return time.perf_counter() - started
+
+    alone = [record_once() for _ in range(50)]
+    during: list[float] = []
+    done = threading.Event()
+
+    def worker() -> None:
+        # A page every 10 ms: a hundred a second, far more than crawlers make a worker render.
+        while not done.wait(0.01):
+            during.append(record_once())
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    started = time.perf_counter()
+    trimmed = log.trim(_aware(2.5 * day))
+    elapsed = time.perf_counter() - started
+    done.set()
+    thread.join()
+    assert len(log.since()) == kept - urls and not trimmed.held, (kept, trimmed)
+
+    def ms(values: list[float]) -> str:
+        return f"{statistics.median(values) * 1000:.1f} / {max(values) * 1000:.1f}"
+
+    return [
+        f"{kept + 2 * pages:,}",
+        f"{trimmed.removed:,}",
+        f"{elapsed:.2f}",
+        f"{trimmed.removed / elapsed:,.0f}",
+        ms(alone),
+        ms(during),
+        f"{len(during):,}",
+    ]
+
+
 def refresh(rows: int, folder: Path) -> None:
     print(f"\n### refresh: a keyset section of {rows:,} SQLite rows, pages of {PAGE:,}\n")
     from sqlalchemy import Column, DateTime, Integer, MetaData, String, Table, create_engine, select
@@ -248,7 +343,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--urls", type=int, default=None)
     parser.add_argument("--rows", type=int, default=None)
-    parser.add_argument("--only", choices=("cold", "size", "refresh"), default=None)
+    parser.add_argument("--trim-urls", type=int, default=1_000_000)
+    parser.add_argument("--only", choices=("cold", "size", "trim", "refresh"), default=None)
     options = parser.parse_args(argv)
     rounds = options.rounds or (3 if options.quick else 9)
     urls = options.urls or (1_000_000 if options.quick else 10_000_000)
@@ -260,6 +356,8 @@ def main(argv: list[str]) -> None:
             cold_page(rounds, folder)
         if options.only in (None, "size"):
             bytes_per_url(urls, folder)
+        if options.only in (None, "trim"):
+            trim(options.trim_urls, folder)
         if options.only in (None, "refresh"):
             refresh(rows, folder)
     finally:

@@ -43,6 +43,7 @@ DEFAULT_PATH = "sitemap-changes.sqlite3"
 DEFAULT_KEEP = timedelta(days=90)  # a season of changes: far past any crawler's or consumer's need
 _SHORTEST_KEEP = timedelta(days=1)  # the overview counts each section's changes of the last day
 _TRIM_EVERY = 3600.0  # seconds between the trims a process makes as it records
+_TRIM_STEP = 2_000  # changes a trim step removes: a few ms of the SQLite log's write lock
 _PENDING = 4  # pages waiting to be recorded, at most
 _ROOM_WAIT = 2.0  # seconds a render waits for one of them to be recorded, at most
 
@@ -81,15 +82,19 @@ class Backend(Protocol):
 
     # Retention (`ChangeLog.trim`).
 
-    def trim(self, before: float) -> Trimmed:
-        """Remove the changes recorded before ``before`` (seconds since the epoch) that every
-        consumer's cursor has passed, in batches that never hold the log long, and remember
-        the newest ``at`` removed (`horizon`)."""
+    def trim(self, before: float, most: int) -> Trimmed:
+        """Remove at most ``most`` of the changes recorded before ``before`` (seconds since the
+        epoch) that every consumer's cursor has passed, oldest first, and remember the newest
+        ``at`` removed (`horizon`). ``held`` is named once fewer than ``most`` were left."""
         ...
 
     def horizon(self) -> float | None:
         """The newest ``at`` of any change ever trimmed (seconds since the epoch), persisted;
         ``None`` when nothing was. Every change recorded after it is still in the log."""
+        ...
+
+    def trim_pause(self, took: float) -> float:
+        """Seconds to leave the log to other writers after a trim step that took ``took``."""
         ...
 
 
@@ -226,7 +231,7 @@ class ChangeLog:
             return
         self._next_trim = time.monotonic() + self.trim_every
         try:
-            self._trim(newest - self.keep.total_seconds())
+            self._trim(newest - self.keep.total_seconds(), until_busy=True)
         except Exception:
             # Nothing is lost: what stays is trimmed by the next trim.
             logger.exception("sitemap change log: trimming failed (tried again in %.0f s)", self.trim_every)
@@ -260,16 +265,31 @@ class ChangeLog:
             raise ConfigurationError("changes.trim needs an aware datetime (one with a tzinfo)")
         return self._trim(before.timestamp())
 
-    def _trim(self, before: float) -> Trimmed:
-        trimmed = self.backend.trim(before)
-        if trimmed.held:
+    def _trim(self, before: float, *, until_busy: bool = False) -> Trimmed:
+        """Trim in steps of `_TRIM_STEP`, each followed by the pause its backend asks for, so
+        other workers' records get the log between steps (back to back, batches of a big
+        SQLite trim starved a record for over a second: benchmarks/HISTORY.md, "retention").
+        ``until_busy`` (on the log's thread): stop after the step during which a page came
+        to be recorded, and go on after it."""
+        removed = 0
+        while True:
+            started = time.monotonic()
+            step = self.backend.trim(before, _TRIM_STEP)
+            removed += step.removed
+            if step.removed < _TRIM_STEP:
+                break
+            if until_busy and not self._pending.empty():
+                self._next_trim = 0.0
+                return Trimmed(removed)
+            time.sleep(self.backend.trim_pause(time.monotonic() - started))
+        if step.held:
             logger.warning(
                 "sitemap change log: %s hold old changes the trim would have removed, not yet"
                 " acknowledged; they stay until acknowledged (ChangeLog.unsubscribe a consumer"
                 " nobody delivers any more)",
-                ", ".join(repr(consumer) for consumer in trimmed.held),
+                ", ".join(repr(consumer) for consumer in step.held),
             )
-        return trimmed
+        return Trimmed(removed, step.held)
 
     def horizon(self) -> datetime | None:
         """The newest time a trimmed change was recorded at (``None``: none ever was): `since`

@@ -258,13 +258,18 @@ class SqliteBackend:
 
     # -- retention (`log.ChangeLog.trim`) ---------------------------------------------------------
 
-    def trim(self, before: float) -> Trimmed:
-        """Remove the changes recorded before ``before`` that every consumer has acknowledged."""
-        return sqlite_trim.trim(self._connection(), before)
+    def trim(self, before: float, most: int) -> Trimmed:
+        """Remove at most ``most`` of the changes recorded before ``before`` that every
+        consumer has acknowledged, in one transaction."""
+        return sqlite_trim.trim(self._connection(), before, most)
 
     def horizon(self) -> float | None:
         """The newest ``at`` ever trimmed, or ``None``."""
         return sqlite_trim.horizon(self._connection())
+
+    def trim_pause(self, took: float) -> float:
+        """Three times the step, and at least `sqlite_trim.PAUSE`: the file has one writer."""
+        return max(3 * took, sqlite_trim.PAUSE)
 
     def close(self) -> None:
         """Close this thread's connection (others close with their threads)."""

@@ -271,11 +271,12 @@ class RedisChanges:
 
     # -- retention ---------------------------------------------------------------------------------
 
-    def trim(self, before: float) -> Trimmed:
-        """Remove the changes (of URLs and of pages) recorded before ``before`` (seconds since
-        the epoch) that every consumer's cursor has passed, the head of each section's stream
-        in steps of `_TRIM` entries; an older change recorded after a newer one waits for a
-        later trim (the shared clock makes IDs follow recording order, not ``at``)."""
+    def trim(self, before: float, most: int) -> Trimmed:
+        """Remove at most ``most`` of the changes (of URLs and of pages) recorded before
+        ``before`` (seconds since the epoch) that every consumer's cursor has passed: the head
+        of each section's stream, `_TRIM` entries a script. An older change recorded after a
+        newer one waits for a later trim (the shared clock makes IDs follow recording order,
+        not ``at``). ``held`` is named once fewer than ``most`` were left."""
         with self._speaking():
             # The clock first: a consumer the scan misses subscribed after it was read, at a
             # cursor at least this far; an entry appended since is never removed either.
@@ -285,20 +286,24 @@ class RedisChanges:
             bound = min([position(clock) if clock else 0, *cursors.values()])
             removed, oldest = 0, None
             for ident in self.raw.hkeys(self.key("sections")):
-                count, held = self._trim_section(self.key(ident.decode(), "log"), before, bound)
+                count, held = self._trim_section(
+                    self.key(ident.decode(), "log"), before, bound, most - removed
+                )
                 removed += count
+                if removed >= most:
+                    return Trimmed(removed)  # there may be more: the caller steps again
                 if held is not None and (oldest is None or held < oldest):
                     oldest = held
         behind = () if oldest is None else tuple(sorted(name for name, at in cursors.items() if at < oldest))
         return Trimmed(removed, behind)
 
-    def _trim_section(self, stream: str, before: float, bound: int) -> tuple[int, int | None]:
-        """How many entries of ``stream`` went, and the `position` of the first one kept
-        that was recorded before ``before`` (``None`` if the first kept is not that old)."""
+    def _trim_section(self, stream: str, before: float, bound: int, most: int) -> tuple[int, int | None]:
+        """How many entries of ``stream`` went (at most ``most``), and the `position` of the
+        first one kept that was recorded before ``before`` (``None`` if it is not that old)."""
         removed = 0
-        while True:
-            batch = self.raw.xrange(stream, "-", "+", count=_TRIM)
-            last, newest, held, done = None, 0, None, len(batch) < _TRIM
+        while removed < most:
+            batch = self.raw.xrange(stream, "-", "+", count=min(_TRIM, most - removed))
+            last, newest, held, done = None, 0, None, len(batch) < min(_TRIM, most - removed)
             for raw, fields in batch:
                 micros = int(fields[b"a"])
                 if _moment(micros).timestamp() >= before:  # as SQLite compares `at.timestamp()`
@@ -314,6 +319,11 @@ class RedisChanges:
                 removed += int(self._trim(keys=[self.key("horizon"), stream], args=[newest, past]))
             if done:
                 return removed, held
+        return removed, None
+
+    def trim_pause(self, took: float) -> float:
+        """None: each step is a few short scripts, and other workers' calls run between them."""
+        return 0.0
 
     def horizon(self) -> float | None:
         """The newest ``at`` of any change ever trimmed (seconds since the epoch); ``None``

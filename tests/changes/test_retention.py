@@ -4,7 +4,9 @@ change a consumer has not acknowledged, never silently from under `since`, on ea
 from __future__ import annotations
 
 import logging
+import sqlite3
 import tempfile
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,9 +17,10 @@ from hypothesis import strategies as st
 
 from sitemap_middleware import Sitemaps
 from sitemap_middleware.changes import ChangeLog
+from sitemap_middleware.changes import log as log_module
 from sitemap_middleware.errors import ChangeLogError, ConfigurationError
 
-from ..conftest import BASE, Shelf
+from ..conftest import BASE, WAIT, Shelf
 from ..servers import Server
 from .test_ledger import render, seen
 
@@ -99,6 +102,48 @@ def test_a_trim_names_the_consumer_that_stops_it_then_the_next(log: ChangeLog) -
     log.unsubscribe("slowest")
     trimmed = log.trim(moment(6 * DAY))
     assert trimmed.removed == 2 and trimmed.held == ("slower",)  # /3 and its page went
+    assert locs(log.since()) == ["/4"]
+
+
+def test_a_trim_goes_in_steps_to_the_end_and_names_who_holds_the_rest(
+    log: ChangeLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(log_module, "_TRIM_STEP", 3)
+    for day in range(4, 9):  # /3 to /7, each with its page's change
+        render(log, [["/a", *(f"/{n}" for n in range(1, day))]], at=day * DAY)
+    log.subscribe("hook")
+    render(log, [["/a", *(f"/{n}" for n in range(1, 9))]], at=9 * DAY)
+    trimmed = log.trim(moment(10 * DAY))
+    assert trimmed.removed == 14 and trimmed.held == ("hook",)  # /1 to /7 and their pages, in 5 steps
+    assert locs(log.since()) == ["/8"]
+    assert log.horizon() == moment(8 * DAY)
+
+
+def test_a_trim_on_the_logs_thread_lets_a_waiting_page_be_recorded_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(log_module, "_TRIM_STEP", 1)
+    log = ChangeLog.sqlite(tmp_path / "changes.sqlite3", keep=timedelta(days=1))
+    render(log, [["/a"]], at=1 * DAY)
+    render(log, [["/a", "/1", "/2", "/3"]], at=2 * DAY)  # three URLs and their page: four rows
+
+    def rows() -> int:
+        with sqlite3.connect(tmp_path / "changes.sqlite3") as connection:
+            return int(connection.execute("SELECT COUNT(*) FROM changes").fetchone()[0])
+
+    queued = threading.Event()
+    seen_by_the_next: list[int] = []
+
+    def first() -> None:  # two rows more; then a trim is due, a row a step
+        queued.wait(WAIT)
+        log.record(seen(1, ["/a", "/1", "/2", "/3", "/4"]), pages=1, at=5 * DAY)
+
+    assert log.record_later(first)
+    assert log.record_later(lambda: seen_by_the_next.append(rows()))
+    queued.set()
+    log.flush()
+    assert seen_by_the_next == [6 - 1]  # one step, then the waiting page went first
+    assert rows() == 2  # and the trim went on after it, to the end
     assert locs(log.since()) == ["/4"]
 
 
