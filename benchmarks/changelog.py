@@ -13,7 +13,8 @@
 - **bytes per URL**: ``--urls`` URLs (default 10M; ``--quick`` 1M) recorded in pages of
   50,000 into a fresh SQLite log (the baseline pass), straight through `ChangeLog.record`
   from rendered pages; the file's size over the URLs, and the pass's time.
-- **trim**: ``--trim-urls`` URLs (default 1M) recorded in a fresh SQLite log, then every
+- **trim**: ``--trim-urls`` URLs (default 1M) recorded in a fresh log (SQLite; Redis beside
+  ``--redis-keys`` keys of a cache, default 100,000), then every
   lastmod moved twice, a day apart (two changes a URL), then the first day's trimmed
   (`ChangeLog.trim`) while another thread records an unchanged page every 10 ms, as a busy
   worker serving crawlers would: the trim's time, and that record's time alone and during it.
@@ -204,15 +205,25 @@ def _rendered(number: int, urls: int, lastmod: str) -> Seen:
     return Seen(BASE_URL, "products", number, hashlib.sha256(body).digest(), lambda: body)
 
 
-def trim(urls: int, folder: Path) -> None:
+def trim(urls: int, folder: Path, redis_keys: int) -> None:
     print(
         f"\n### trim: {urls:,} URLs, each changed on day 2 and day 3; day 2 trimmed while a worker records\n"
     )
+    import redis
     from fleet import redis_server
 
     rows = [["SQLite", *measure_trim(ChangeLog.sqlite(folder / "trim.sqlite3", keep=None), urls)]]
     with redis_server() as url:
-        rows.append(["Redis", *measure_trim(ChangeLog.redis(url, keep=None), urls)])
+        # Other keys beside the log's, as a Redis shared with a `RedisStore` holds (documents).
+        client = redis.Redis.from_url(url)
+        for start in range(0, redis_keys, 10_000):
+            pipe = client.pipeline(transaction=False)
+            for n in range(start, min(redis_keys, start + 10_000)):
+                pipe.set(f"sitemap-cache:document:{n}", b"x" * 64)
+            pipe.execute()
+        client.close()
+        label = f"Redis, {redis_keys:,} other keys"
+        rows.append([label, *measure_trim(ChangeLog.redis(url, keep=None), urls)])
     print(
         table(
             [
@@ -344,6 +355,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--urls", type=int, default=None)
     parser.add_argument("--rows", type=int, default=None)
     parser.add_argument("--trim-urls", type=int, default=1_000_000)
+    parser.add_argument("--redis-keys", type=int, default=100_000)
     parser.add_argument("--only", choices=("cold", "size", "trim", "refresh"), default=None)
     options = parser.parse_args(argv)
     rounds = options.rounds or (3 if options.quick else 9)
@@ -357,7 +369,7 @@ def main(argv: list[str]) -> None:
         if options.only in (None, "size"):
             bytes_per_url(urls, folder)
         if options.only in (None, "trim"):
-            trim(options.trim_urls, folder)
+            trim(options.trim_urls, folder, options.redis_keys)
         if options.only in (None, "refresh"):
             refresh(rows, folder)
     finally:

@@ -82,10 +82,12 @@ class Backend(Protocol):
 
     # Retention (`ChangeLog.trim`).
 
-    def trim(self, before: float, most: int) -> Trimmed:
+    def trim(self, before: float, most: int, *, continued: bool = False) -> Trimmed:
         """Remove at most ``most`` of the changes recorded before ``before`` (seconds since the
         epoch) that every consumer's cursor has passed, oldest first, and remember the newest
-        ``at`` removed (`horizon`). ``held`` is named once fewer than ``most`` were left."""
+        ``at`` removed (`horizon`). ``held`` is named once fewer than ``most`` were left.
+        ``continued``: a later step of the same trim (the cursors its first step read, lower
+        than now, may serve)."""
         ...
 
     def horizon(self) -> float | None:
@@ -274,7 +276,7 @@ class ChangeLog:
         removed = 0
         while True:
             started = time.monotonic()
-            step = self.backend.trim(before, _TRIM_STEP)
+            step = self.backend.trim(before, _TRIM_STEP, continued=removed > 0)
             removed += step.removed
             if step.removed < _TRIM_STEP:
                 break

@@ -258,9 +258,10 @@ class SqliteBackend:
 
     # -- retention (`log.ChangeLog.trim`) ---------------------------------------------------------
 
-    def trim(self, before: float, most: int) -> Trimmed:
+    def trim(self, before: float, most: int, *, continued: bool = False) -> Trimmed:
         """Remove at most ``most`` of the changes recorded before ``before`` that every
-        consumer has acknowledged, in one transaction."""
+        consumer has acknowledged, in one transaction (which reads the cursors afresh,
+        ``continued`` or not)."""
         return sqlite_trim.trim(self._connection(), before, most)
 
     def horizon(self) -> float | None:

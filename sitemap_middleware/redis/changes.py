@@ -121,6 +121,7 @@ class RedisChanges:
         self._outbox = Outbox(self.raw, prefix)
         self._mark = client.register_script(MARK)
         self._trim = client.register_script(TRIM)
+        self._bound: tuple[int, dict[str, int]] = (0, {})  # `_trim_bound`'s last read
 
     def key(self, *parts: str) -> str:
         return ":".join((self.prefix, *parts))
@@ -271,19 +272,17 @@ class RedisChanges:
 
     # -- retention ---------------------------------------------------------------------------------
 
-    def trim(self, before: float, most: int) -> Trimmed:
+    def trim(self, before: float, most: int, *, continued: bool = False) -> Trimmed:
         """Remove at most ``most`` of the changes (of URLs and of pages) recorded before
         ``before`` (seconds since the epoch) that every consumer's cursor has passed: the head
         of each section's stream, `_TRIM` entries a script. An older change recorded after a
         newer one waits for a later trim (the shared clock makes IDs follow recording order,
-        not ``at``). ``held`` is named once fewer than ``most`` were left."""
+        not ``at``). ``held`` is named once fewer than ``most`` were left. ``continued``: a
+        later step of one trim, which stays behind the bound its first step read."""
         with self._speaking():
-            # The clock first: a consumer the scan misses subscribed after it was read, at a
-            # cursor at least this far; an entry appended since is never removed either.
-            clock = self.raw.get(self.key("clock"))
-            cursors = self._outbox.cursors()
-            # Cursors only move forward: an acknowledgement during the trim loses nothing.
-            bound = min([position(clock) if clock else 0, *cursors.values()])
+            if not continued:
+                self._bound = self._trim_bound()
+            bound, cursors = self._bound
             removed, oldest = 0, None
             for ident in self.raw.hkeys(self.key("sections")):
                 count, held = self._trim_section(
@@ -296,6 +295,18 @@ class RedisChanges:
                     oldest = held
         behind = () if oldest is None else tuple(sorted(name for name, at in cursors.items() if at < oldest))
         return Trimmed(removed, behind)
+
+    def _trim_bound(self) -> tuple[int, dict[str, int]]:
+        """The `position` a trim stays at or behind, and every consumer's cursor. Read once a
+        trim: its steps share one ``SCAN`` of the keyspace (a Redis shared with a cache holds
+        many keys) rather than make one each."""
+        # The clock first: a consumer the scan misses subscribed after it was read, at a
+        # cursor at least this far; an entry appended since is never removed either.
+        clock = self.raw.get(self.key("clock"))
+        cursors = self._outbox.cursors()
+        # Cursors and the clock only move forward: a bound read earlier is lower, so an
+        # acknowledgement during the trim loses nothing.
+        return min([position(clock) if clock else 0, *cursors.values()]), cursors
 
     def _trim_section(self, stream: str, before: float, bound: int, most: int) -> tuple[int, int | None]:
         """How many entries of ``stream`` went (at most ``most``), and the `position` of the
