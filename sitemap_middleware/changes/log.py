@@ -327,7 +327,9 @@ class ChangeLog:
         """The oldest undelivered changes of ``consumer`` (at most ``limit``; only sections under
         ``scope``, a site root, if given), leased to ``holder`` for ``lease`` seconds, or ``None``
         (nothing waits, or another holder delivers them now). Pages handed to `record_later`
-        are recorded first."""
+        are recorded first. A consumer is of one scope: when nothing of it waits, its cursor
+        passes the changes of other sites sharing the log, which it is never sent, so it
+        neither counts them `pending` nor keeps them from a trim."""
         self.flush()
         return self.backend.claim(consumer, scope, holder, limit=limit, lease=lease, now=time.time())
 

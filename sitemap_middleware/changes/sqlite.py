@@ -201,8 +201,13 @@ class SqliteBackend:
                 arguments += [scope, _like_prefix(scope)]
             rows = connection.execute(query + " ORDER BY changes.id LIMIT ?", (*arguments, limit)).fetchall()
             if not rows:
+                # Nothing of its scope up to the newest change: the cursor passes the others'
+                # (several sites on one log), which it will never be sent and must not hold.
                 connection.execute(
-                    "UPDATE outbox SET holder = NULL, lease_until = NULL WHERE consumer = ?", (consumer,)
+                    "UPDATE outbox SET holder = NULL, lease_until = NULL,"
+                    " position = MAX(position, (SELECT COALESCE(MAX(id), 0) FROM changes))"
+                    " WHERE consumer = ?",
+                    (consumer,),
                 )
                 connection.execute("COMMIT")
                 return None

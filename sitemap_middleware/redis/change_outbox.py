@@ -55,7 +55,7 @@ class Outbox:
         self, consumer: str, scope: str | None, holder: str, *, limit: int, lease: float, now: float
     ) -> Delivery | None:
         reply = self._deliver(
-            keys=[self._key(consumer), self._sections],
+            keys=[self._key(consumer), self._sections, self._clock],
             args=[self._prefix, holder, repr(now), repr(lease), limit, scope or "", int(scope is not None)],
         )
         if reply[0] == -1:

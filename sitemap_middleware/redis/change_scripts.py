@@ -146,10 +146,12 @@ end
 return 1
 """
 
-# KEYS: outbox, sections. ARGV: prefix, holder, now, lease, limit, scope ('' for every
+# KEYS: outbox, sections, clock. ARGV: prefix, holder, now, lease, limit, scope ('' for every
 # scope), has scope ('1'/'0'). {-1}: never subscribed; {0}: another holder's lease runs, or
-# nothing waits; else {1, {id, section name, fields}...}: the oldest `limit` entries past
-# the cursor, merged across sections by ID, leased to holder until now + lease.
+# nothing waits (the cursor then passes every entry to the clock: other sites' changes on a
+# shared log, never to be sent to this consumer); else {1, {id, section name, fields}...}: the
+# oldest `limit` entries past the cursor, merged across sections by ID, leased to holder
+# until now + lease.
 DELIVER = (
     _STREAMS
     + """
@@ -166,6 +168,8 @@ for _, section in ipairs(sections(KEYS[2], ARGV[1], ARGV[7] == '1' and ARGV[6] o
 end
 if #found == 0 then
   redis.call('HDEL', KEYS[1], 'holder', 'until')
+  local clock = redis.call('GET', KEYS[3])
+  if clock and before(pos, clock) then redis.call('HSET', KEYS[1], 'pos', clock) end
   return {0}
 end
 table.sort(found, function(a, b) return before(a[1], b[1]) end)

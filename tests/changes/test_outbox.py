@@ -4,13 +4,17 @@ by one holder at a time; a delivery not acknowledged is delivered again, and not
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime
 
 import pytest
 
-from sitemap_middleware.changes import ChangeLog
+from sitemap_middleware.changes import ChangeLog, Trimmed
 
 from ..conftest import BASE
-from .test_ledger import render
+from .test_ledger import render, seen
+
+OTHER = "https://other.example"  # another site sharing the log
 
 
 @pytest.fixture
@@ -69,13 +73,31 @@ def test_an_expired_lease_is_taken_over_and_a_restart_sends_nothing_answered(
 
 def test_a_claim_is_at_most_its_limit_and_only_of_its_scope(log: ChangeLog) -> None:
     log.subscribe("indexnow")
+    log.subscribe("indexnow|other")
     render(log, [["/a", "/1", "/2", "/3"]], at=2000.0)
     first = log.claim("indexnow", "w", limit=2)
     assert first is not None and paths(first) == ["/1", "/2"]
     assert log.acknowledge(first)
-    assert log.claim("indexnow", "w", scope="https://other.example") is None
+    assert log.claim("indexnow|other", "w", scope=OTHER) is None
     rest = log.claim("indexnow", "w", scope=BASE)
     assert rest is not None and paths(rest) == ["/3"]
+
+
+def test_a_consumer_of_one_site_passes_what_another_site_changed(log: ChangeLog) -> None:
+    """A log several sites share: a claim that finds nothing of its site moves its cursor past
+    what the others recorded, so a quiet site's consumer neither counts their changes as its
+    own pending ones nor keeps them from being trimmed; its own changes still reach it."""
+    log.subscribe("indexnow|other")
+    render(log, [["/a", "/1"]], at=2000.0)  # this site's change
+    assert log.pending("indexnow|other") == 2  # the URL and its page, of the other site
+    assert log.claim("indexnow|other", "w", scope=OTHER) is None
+    assert log.pending("indexnow|other") == 0
+    assert log.trim(datetime.fromtimestamp(2500.0, UTC)) == Trimmed(2)
+    elsewhere = [seen(1, ["/x"]), seen(1, ["/x", "/y"])]
+    for at, page in enumerate(elsewhere, 3000):
+        log.record(replace(page, scope=OTHER), pages=1, at=float(at))  # a baseline, then /y
+    delivery = log.claim("indexnow|other", "w", scope=OTHER)
+    assert delivery is not None and paths(delivery) == ["/y"]
 
 
 def test_claiming_for_a_consumer_never_subscribed_is_an_error(log: ChangeLog) -> None:
