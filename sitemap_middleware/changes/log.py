@@ -119,6 +119,7 @@ class ChangeLog:
         self.room_wait = _ROOM_WAIT
         self._worker: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._flushing = 0  # callers waiting in `flush`: a trim on the log's thread gives way
 
     @classmethod
     def sqlite(
@@ -212,8 +213,15 @@ class ChangeLog:
         return True
 
     def flush(self) -> None:
-        """Wait until every page handed to `record_later` in this process is recorded."""
-        self._pending.join()
+        """Wait until every page handed to `record_later` in this process is recorded (and
+        the trim step after the last, never a whole trim: it goes on after the next page)."""
+        with self._lock:
+            self._flushing += 1
+        try:
+            self._pending.join()
+        finally:
+            with self._lock:
+                self._flushing -= 1
 
     def _work(self) -> None:
         while True:
@@ -272,7 +280,7 @@ class ChangeLog:
         other workers' records get the log between steps (back to back, batches of a big
         SQLite trim starved a record for over a second: benchmarks/HISTORY.md, "retention").
         ``until_busy`` (on the log's thread): stop after the step during which a page came
-        to be recorded, and go on after it."""
+        to be recorded or a caller began to `flush`, and go on after the next page."""
         removed = 0
         while True:
             started = time.monotonic()
@@ -280,7 +288,7 @@ class ChangeLog:
             removed += step.removed
             if step.removed < _TRIM_STEP:
                 break
-            if until_busy and not self._pending.empty():
+            if until_busy and (self._flushing or not self._pending.empty()):
                 self._next_trim = 0.0
                 return Trimmed(removed)
             time.sleep(self.backend.trim_pause(time.monotonic() - started))

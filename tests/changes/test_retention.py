@@ -7,6 +7,7 @@ import logging
 import sqlite3
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sitemap_middleware import Sitemaps
-from sitemap_middleware.changes import ChangeLog
+from sitemap_middleware.changes import ChangeLog, Trimmed
 from sitemap_middleware.changes import log as log_module
 from sitemap_middleware.errors import ChangeLogError, ConfigurationError
 
@@ -143,8 +144,45 @@ def test_a_trim_on_the_logs_thread_lets_a_waiting_page_be_recorded_first(
     queued.set()
     log.flush()
     assert seen_by_the_next == [6 - 1]  # one step, then the waiting page went first
-    assert rows() == 2  # and the trim went on after it, to the end
+    assert log.record_later(lambda: None)  # the trim goes on after the next page, to the end
+    deadline = time.monotonic() + WAIT
+    while rows() != 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert rows() == 2
     assert locs(log.since()) == ["/4"]
+
+
+def test_a_flush_waits_for_the_pages_not_for_a_long_trim_after_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`since` and `claim` flush first (the push thread claims all day): a first trim of a big
+    log on the log's thread must not hold them for its whole length, only for its step."""
+    monkeypatch.setattr(log_module, "_TRIM_STEP", 1)
+    log = ChangeLog.sqlite(tmp_path / "changes.sqlite3", keep=timedelta(days=1))
+    render(log, [["/a"]], at=1 * DAY)
+    render(log, [["/a", *(f"/{n}" for n in range(20))]], at=2 * DAY)  # 21 changes: 21 steps
+    trim = log.backend.trim
+    stepping = threading.Event()
+
+    def slow_step(before: float, most: int, *, continued: bool = False) -> Trimmed:
+        stepping.set()
+        time.sleep(0.02)
+        return trim(before, most, continued=continued)
+
+    monkeypatch.setattr(log.backend, "trim", slow_step)
+
+    def of_day_2() -> int:  # read without flushing (`since` flushes)
+        return sum(change.at == moment(2 * DAY) for change in log.backend.since(None, None))
+
+    assert log.record_later(lambda: log.record(seen(1, ["/a", "/new"]), pages=1, at=5 * DAY))
+    assert stepping.wait(WAIT)  # the trim of day 2 began: 21 steps of 20 ms, and their pauses
+    log.flush()
+    assert of_day_2() >= 15  # it returned after a step or two, not the whole trim's
+    assert log.record_later(lambda: None)  # the next recording goes on with the trim
+    deadline = time.monotonic() + WAIT
+    while of_day_2() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert of_day_2() == 0
 
 
 def test_the_horizon_survives_a_restart(reopen: Callable[[], ChangeLog]) -> None:
