@@ -21,7 +21,7 @@ from sitemap_middleware.changes import ChangeLog, Trimmed
 from sitemap_middleware.changes import log as log_module
 from sitemap_middleware.errors import ChangeLogError, ConfigurationError
 
-from ..conftest import BASE, WAIT, Shelf
+from ..conftest import BASE, WAIT, Shelf, wait_until
 from ..servers import Server
 from .test_ledger import render, seen
 
@@ -145,10 +145,7 @@ def test_a_trim_on_the_logs_thread_lets_a_waiting_page_be_recorded_first(
     log.flush()
     assert seen_by_the_next == [6 - 1]  # one step, then the waiting page went first
     assert log.record_later(lambda: None)  # the trim goes on after the next page, to the end
-    deadline = time.monotonic() + WAIT
-    while rows() != 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert rows() == 2
+    wait_until(lambda: rows() == 2, "the trim ended")
     assert locs(log.since()) == ["/4"]
 
 
@@ -179,10 +176,7 @@ def test_a_flush_waits_for_the_pages_not_for_a_long_trim_after_them(
     log.flush()
     assert of_day_2() >= 15  # it returned after a step or two, not the whole trim's
     assert log.record_later(lambda: None)  # the next recording goes on with the trim
-    deadline = time.monotonic() + WAIT
-    while of_day_2() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert of_day_2() == 0
+    wait_until(lambda: of_day_2() == 0, "the trim ended")
 
 
 def test_the_horizon_survives_a_restart(reopen: Callable[[], ChangeLog]) -> None:
